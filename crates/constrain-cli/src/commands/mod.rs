@@ -1,0 +1,7 @@
+//! One module per subcommand.
+
+pub mod fetch_model;
+pub mod funnel;
+pub mod generate;
+pub mod maskbench;
+pub mod test_cases;

@@ -1,0 +1,57 @@
+//! `constrain`: guaranteed-valid generation with a real model, plus the conformance runners and
+//! benchmarks of the toolkit.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Grammar-constrained generation: output that follows a JSON Schema, a regex or a GBNF grammar,
+/// every time.
+#[derive(Parser, Debug)]
+#[command(name = "constrain", version, args_conflicts_with_subcommands = true)]
+#[command(after_help = commands::generate::EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    generate: commands::generate::Args,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check grammars or schemas against test cases (GBNF cases, JSON-Schema-Test-Suite files).
+    TestCases(commands::test_cases::Args),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Show what every stage of the sampling funnel does to a distribution.
+    Funnel(commands::funnel::Args),
+    /// Download the default model into the cache directory.
+    FetchModel(commands::fetch_model::Args),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Token-mask benchmark over a directory of JSON Schemas with test instances (MaskBench).
+    Maskbench(commands::maskbench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::TestCases(args)) => commands::test_cases::run(args),
+        Some(Command::Bench(BenchCommand::Maskbench(args))) => commands::maskbench::run(args),
+        Some(Command::Funnel(args)) => commands::funnel::run(args),
+        Some(Command::FetchModel(args)) => commands::fetch_model::run(args),
+        None => commands::generate::run(cli.generate),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! The grammar core: rules over byte-level regular expressions, and their lowering.
+
+mod builder;
+mod expr;
+
+pub use builder::{Grammar, GrammarBuilder};
+pub use expr::{special_token_bytes, Expr, RuleId, SPECIAL_TOKEN_MARKER};

@@ -1,0 +1,3 @@
+//! GBNF (llama.cpp grammar) front-end
+
+#![deny(missing_docs)]

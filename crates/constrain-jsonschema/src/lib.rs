@@ -1,0 +1,3 @@
+//! JSON Schema front-end: compiles schemas to the grammar core
+
+#![deny(missing_docs)]

@@ -1,0 +1,3 @@
+//! llama.cpp backend: guaranteed-valid generation with a GGUF model
+
+#![deny(missing_docs)]

@@ -1,0 +1,3 @@
+//! The sampling funnel: penalties, temperature, truncation and a seeded draw
+
+#![deny(missing_docs)]

@@ -1,0 +1,1 @@
+//! Locating the reference data and fixtures that tests and benches read.
