@@ -1,14 +1,39 @@
 //! The constraint engine: grammars whose terminals are byte-level regular expressions, compiled
 //! against a vocabulary into a lazily built automaton that knows, for every state, which tokens
 //! are allowed.
+//!
+//! # Key types
+//!
+//! - [`Expr`], [`GrammarBuilder`], [`Grammar`]: the grammar core every front-end targets.
+//! - [`TokenIndex`]: a vocabulary's token trie, built once per tokenizer.
+//! - [`CompiledGrammar`]: a grammar bound to a token index; shared, `Send + Sync`.
+//! - [`Matcher`]: one sequence's state: masks, accepting tokens, rollback, forced tokens.
+//!
+//! # Usage pattern
+//!
+//! Compile once, then per sequence: [`Matcher::fill_mask`] before each token, set the logits of
+//! disallowed ids to `-inf`, sample, [`Matcher::accept_token`]; stop when
+//! [`Matcher::is_finished`] or an end-of-sequence token was accepted.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod automaton;
+mod compiled;
 mod error;
 mod grammar;
+mod lexer;
 mod limits;
+mod mask;
+mod matcher;
+mod parser;
+mod token_index;
 
+pub use compiled::CompiledGrammar;
 pub use error::{GrammarError, MatchError};
-pub use grammar::{special_token_bytes, Expr, Grammar, GrammarBuilder, RuleId, SPECIAL_TOKEN_MARKER};
+pub use grammar::{
+    special_token_bytes, Expr, Grammar, GrammarBuilder, RuleId, SPECIAL_TOKEN_MARKER,
+};
 pub use limits::Limits;
+pub use matcher::{fill_masks, Matcher};
+pub use token_index::TokenIndex;

@@ -103,7 +103,10 @@ impl GrammarBuilder {
         }
         let mut rules = Vec::with_capacity(self.names.len());
         for (name, body) in self.names.iter().zip(&self.bodies) {
-            rules.push(RuleDef { name: name.clone(), body: body.clone() });
+            rules.push(RuleDef {
+                name: name.clone(),
+                body: body.clone(),
+            });
         }
         for rule in &rules {
             if let Some(body) = &rule.body {

@@ -4,7 +4,9 @@
 //! references to rules ([`Expr::Rule`]), so a front-end never has to decide what is a lexeme:
 //! lowering (see `lower.rs`) folds every regular sub-expression into one terminal on its own.
 
-use regex_syntax::hir::{self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir};
+use regex_syntax::hir::{
+    self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir,
+};
 
 use crate::error::GrammarError;
 
@@ -127,7 +129,11 @@ impl Expr {
     /// do not contain token `id`, however the text is split into tokens.
     pub fn not_token(id: u32) -> Expr {
         let own = id.to_be_bytes();
-        let any_byte = || Hir::class(Class::Bytes(ClassBytes::new([ClassBytesRange::new(0, 0xFF)])));
+        let any_byte = || {
+            Hir::class(Class::Bytes(ClassBytes::new([ClassBytesRange::new(
+                0, 0xFF,
+            )])))
+        };
         let mut other_ids = Vec::new();
         for (i, &b) in own.iter().enumerate() {
             let mut parts = vec![Hir::literal(&[SPECIAL_TOKEN_MARKER][..])];
@@ -138,7 +144,10 @@ impl Expr {
             parts.extend((i + 1..4).map(|_| any_byte()));
             other_ids.push(Hir::concat(parts));
         }
-        Expr::alt(vec![Expr::from_hir(Hir::alternation(other_ids)), Expr::any_char()])
+        Expr::alt(vec![
+            Expr::from_hir(Hir::alternation(other_ids)),
+            Expr::any_char(),
+        ])
     }
 
     /// The concatenation of `parts`.
@@ -153,7 +162,10 @@ impl Expr {
     /// Any one of `alternatives`.
     pub fn alt(alternatives: Vec<Expr>) -> Expr {
         if alternatives.len() == 1 {
-            alternatives.into_iter().next().unwrap_or_else(Expr::nothing)
+            alternatives
+                .into_iter()
+                .next()
+                .unwrap_or_else(Expr::nothing)
         } else {
             Expr::Alt(alternatives)
         }
@@ -166,7 +178,11 @@ impl Expr {
 
     /// `min` to `max` repetitions of `self` (`max = None`: unbounded).
     pub fn repeat(self, min: u32, max: Option<u32>) -> Expr {
-        Expr::Repeat { expr: Box::new(self), min, max }
+        Expr::Repeat {
+            expr: Box::new(self),
+            min,
+            max,
+        }
     }
 
     /// Zero or one.
@@ -207,8 +223,18 @@ pub fn special_token_bytes(id: u32) -> [u8; 5] {
 /// Removes a leading `^`/`\A` and a trailing `$`/`\z`: every terminal is matched in full anyway.
 fn strip_outer_anchors(hir: Hir) -> Hir {
     use hir::{HirKind, Look};
-    let is_start = |h: &Hir| matches!(h.kind(), HirKind::Look(Look::Start | Look::StartLF | Look::StartCRLF));
-    let is_end = |h: &Hir| matches!(h.kind(), HirKind::Look(Look::End | Look::EndLF | Look::EndCRLF));
+    let is_start = |h: &Hir| {
+        matches!(
+            h.kind(),
+            HirKind::Look(Look::Start | Look::StartLF | Look::StartCRLF)
+        )
+    };
+    let is_end = |h: &Hir| {
+        matches!(
+            h.kind(),
+            HirKind::Look(Look::End | Look::EndLF | Look::EndCRLF)
+        )
+    };
     match hir.kind() {
         HirKind::Concat(parts) => {
             let mut parts = parts.clone();

@@ -2,6 +2,8 @@
 
 mod builder;
 mod expr;
+mod lower;
 
 pub use builder::{Grammar, GrammarBuilder};
 pub use expr::{special_token_bytes, Expr, RuleId, SPECIAL_TOKEN_MARKER};
+pub(crate) use lower::{lower, Cfg, Sym};

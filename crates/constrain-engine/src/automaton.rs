@@ -1,0 +1,200 @@
+//! The matcher automaton: lexer and parser combined into one lazily built DFA over bytes.
+//!
+//! A state is the set of live scans `(row, lexer state)`: lexemes in progress, each started at a
+//! row (Earley set). Reading a byte advances every scan; when a lexeme can end, the parser builds
+//! (or finds) the row after it, and a fresh scan starts there. Lexemes are not greedy: a scan
+//! that could end keeps going too, so the language is exactly the grammar's. Because rows and
+//! lexer states are interned, so are these states, and every transition is computed once.
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use crate::error::{GrammarError, MatchError};
+use crate::grammar::Cfg;
+use crate::lexer::{LexId, Lexer, LEX_DEAD};
+use crate::limits::Limits;
+use crate::parser::{Parser, RowId};
+
+/// Index of an automaton state.
+pub(crate) type StateId = u32;
+
+/// The state with no continuation at all.
+pub(crate) const DEAD: StateId = 0;
+
+const UNKNOWN: u32 = u32::MAX;
+
+/// Lexemes in progress, sorted; and whether the input read so far is a complete sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Config {
+    pub scans: SmallVec<[(RowId, LexId); 2]>,
+    pub accepting: bool,
+}
+
+pub(crate) struct Automaton {
+    pub lexer: Lexer,
+    pub parser: Parser,
+    configs: Vec<Config>,
+    ids: FxHashMap<Config, StateId>,
+    trans: Vec<u32>,
+    initial: StateId,
+    max_states: usize,
+}
+
+impl Automaton {
+    pub(crate) fn new(cfg: &Cfg, limits: &Limits) -> Result<Automaton, GrammarError> {
+        let lexer = Lexer::new(&cfg.terminals, limits)?;
+        let parser = Parser::new(cfg, limits.max_rows, limits.max_items_per_row);
+        let mut automaton = Automaton {
+            lexer,
+            parser,
+            configs: Vec::new(),
+            ids: FxHashMap::default(),
+            trans: Vec::new(),
+            initial: DEAD,
+            max_states: limits.max_states,
+        };
+        let dead = automaton.intern(Config {
+            scans: SmallVec::new(),
+            accepting: false,
+        });
+        debug_assert_eq!(dead.ok(), Some(DEAD));
+        automaton.initial = automaton.initial_state().map_err(|e| match e {
+            MatchError::LimitExceeded { what, limit } => {
+                GrammarError::LimitExceeded { what, limit }
+            }
+            other => GrammarError::Unsupported {
+                what: other.to_string(),
+            },
+        })?;
+        Ok(automaton)
+    }
+
+    fn initial_state(&mut self) -> Result<StateId, MatchError> {
+        let row = self.parser.initial()?;
+        let mut config = Config {
+            scans: SmallVec::new(),
+            accepting: self.parser.row(row).accepting(),
+        };
+        self.start_scan(row, &mut config)?;
+        self.intern(config)
+    }
+
+    /// The state before any input.
+    pub(crate) fn initial(&self) -> StateId {
+        self.initial
+    }
+
+    pub(crate) fn classes(&self) -> usize {
+        self.lexer.classes()
+    }
+
+    /// Adds a scan at the start of `row` if it expects any terminal.
+    fn start_scan(&mut self, row: RowId, config: &mut Config) -> Result<(), MatchError> {
+        let expected = self.parser.row(row).expected();
+        if !expected.is_empty() {
+            let expected: SmallVec<[u32; 8]> = expected.into();
+            let lex = self.lexer.start(&expected)?;
+            config.scans.push((row, lex));
+        }
+        Ok(())
+    }
+
+    /// The state after a byte of class `class`.
+    #[inline]
+    pub(crate) fn next(&mut self, state: StateId, class: usize) -> Result<StateId, MatchError> {
+        let slot = state as usize * self.lexer.classes() + class;
+        let known = self.trans[slot];
+        if known != UNKNOWN {
+            return Ok(known);
+        }
+        let next = self.compute_next(state, class)?;
+        self.trans[slot] = next;
+        Ok(next)
+    }
+
+    /// The state after `byte`.
+    #[inline]
+    pub(crate) fn next_byte(&mut self, state: StateId, byte: u8) -> Result<StateId, MatchError> {
+        let class = self.lexer.byte_classes()[byte as usize] as usize;
+        self.next(state, class)
+    }
+
+    fn compute_next(&mut self, state: StateId, class: usize) -> Result<StateId, MatchError> {
+        let scans = self.configs[state as usize].scans.clone();
+        let mut next = Config {
+            scans: SmallVec::new(),
+            accepting: false,
+        };
+        let mut ended: SmallVec<[(RowId, LexId); 2]> = SmallVec::new();
+        for (row, lex) in scans {
+            let lex = self.lexer.next(lex, class)?;
+            if lex != LEX_DEAD {
+                if self.lexer.extends(lex) {
+                    next.scans.push((row, lex));
+                }
+                if !self.lexer.accepts(lex).is_empty() {
+                    ended.push((row, lex));
+                }
+            }
+        }
+        if !ended.is_empty() {
+            let row = {
+                let completions: SmallVec<[(RowId, &[u32]); 2]> = ended
+                    .iter()
+                    .map(|&(row, lex)| (row, self.lexer.accepts(lex)))
+                    .collect();
+                self.parser.scan(&completions)?
+            };
+            next.accepting = self.parser.row(row).accepting();
+            self.start_scan(row, &mut next)?;
+        }
+        next.scans.sort_unstable();
+        next.scans.dedup();
+        self.intern(next)
+    }
+
+    fn intern(&mut self, config: Config) -> Result<StateId, MatchError> {
+        if let Some(&id) = self.ids.get(&config) {
+            return Ok(id);
+        }
+        if self.configs.len() >= self.max_states {
+            return Err(MatchError::LimitExceeded {
+                what: "matcher states",
+                limit: self.max_states,
+            });
+        }
+        let id = self.configs.len() as StateId;
+        self.ids.insert(config.clone(), id);
+        self.configs.push(config);
+        self.trans
+            .extend(std::iter::repeat_n(UNKNOWN, self.lexer.classes()));
+        Ok(id)
+    }
+
+    /// Whether the input read to reach `state` is a complete sentence.
+    pub(crate) fn is_accepting(&self, state: StateId) -> bool {
+        self.configs[state as usize].accepting
+    }
+
+    /// Whether no byte can follow `state`.
+    pub(crate) fn is_finished(&self, state: StateId) -> bool {
+        self.configs[state as usize].scans.is_empty()
+    }
+
+    /// The lexer state of the only scan of `state`, if there is exactly one.
+    pub(crate) fn single_scan(&self, state: StateId) -> Option<LexId> {
+        match self.configs[state as usize].scans.as_slice() {
+            [(_, lex)] => Some(*lex),
+            _ => None,
+        }
+    }
+
+    /// Sizes of the lazily built parts, for diagnostics.
+    pub(crate) fn stats(&self) -> (usize, usize, usize) {
+        (
+            self.configs.len(),
+            self.parser.row_count(),
+            self.lexer.state_count(),
+        )
+    }
+}

@@ -1,0 +1,175 @@
+//! [`CompiledGrammar`]: a grammar bound to a vocabulary, with its lazily built automaton and the
+//! token masks of every state visited so far.
+
+use std::sync::Arc;
+
+use constrain_vocab::Vocabulary;
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
+
+use crate::automaton::{Automaton, StateId, DEAD};
+use crate::error::{GrammarError, MatchError};
+use crate::grammar::{lower, Grammar};
+use crate::lexer::LexId;
+use crate::limits::Limits;
+use crate::mask::{lexeme_mask, state_mask_from_lexeme, walk_subtree, LexemeMask};
+use crate::token_index::TokenIndex;
+
+/// A grammar compiled for one vocabulary. `Send + Sync`: share it behind an [`Arc`] between
+/// any number of [`Matcher`](crate::Matcher)s; what one of them computes, all reuse.
+pub struct CompiledGrammar {
+    index: Arc<TokenIndex>,
+    lazy: Mutex<Lazy>,
+    masks: RwLock<MaskCache>,
+    initial: StateId,
+}
+
+/// The parts built on demand, behind one lock.
+struct Lazy {
+    automaton: Automaton,
+    lexeme_masks: FxHashMap<LexId, Arc<LexemeMask>>,
+    lexeme_mask_bytes: usize,
+}
+
+/// Token masks per automaton state, dropped wholesale when over budget.
+struct MaskCache {
+    masks: FxHashMap<StateId, Arc<[u32]>>,
+    bytes: usize,
+    budget: usize,
+}
+
+impl CompiledGrammar {
+    /// Compiles `grammar` for the vocabulary of `index`, within `limits`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use constrain_engine::{CompiledGrammar, Grammar, Limits, Matcher, TokenIndex};
+    /// use constrain_vocab::{TokenKind, Vocabulary};
+    ///
+    /// let vocab = Vocabulary::from_tokens(
+    ///     ["a", "b", "ab", "</s>"].iter().enumerate().map(|(i, t)| {
+    ///         let kind = if *t == "</s>" { TokenKind::EndOfSequence } else { TokenKind::Text };
+    ///         (i as u32, t.as_bytes().to_vec(), kind)
+    ///     }),
+    /// )?;
+    /// let index = TokenIndex::new(Arc::new(vocab));
+    /// let grammar = CompiledGrammar::new(&Grammar::from_regex("(ab)+")?, index, Limits::default())?;
+    /// let mut matcher = Matcher::new(grammar);
+    /// let mut mask = vec![0u32; matcher.grammar().mask_words()];
+    /// matcher.fill_mask(&mut mask)?;
+    /// assert_eq!(mask[0], 0b0101); // "a" and "ab"; not "b", not yet "</s>"
+    /// matcher.accept_token(2)?;
+    /// assert!(matcher.is_accepting());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(
+        grammar: &Grammar,
+        index: Arc<TokenIndex>,
+        limits: Limits,
+    ) -> Result<Arc<CompiledGrammar>, GrammarError> {
+        let cfg = lower(grammar, &limits)?;
+        let automaton = Automaton::new(&cfg, &limits)?;
+        let initial = automaton.initial();
+        Ok(Arc::new(CompiledGrammar {
+            index,
+            lazy: Mutex::new(Lazy {
+                automaton,
+                lexeme_masks: FxHashMap::default(),
+                lexeme_mask_bytes: 0,
+            }),
+            masks: RwLock::new(MaskCache {
+                masks: FxHashMap::default(),
+                bytes: 0,
+                budget: limits.mask_cache_bytes,
+            }),
+            initial,
+        }))
+    }
+
+    /// The vocabulary this grammar was compiled for.
+    pub fn vocabulary(&self) -> &Arc<Vocabulary> {
+        self.index.vocabulary()
+    }
+
+    /// The token index this grammar was compiled for.
+    pub fn token_index(&self) -> &Arc<TokenIndex> {
+        &self.index
+    }
+
+    /// Words of a token mask: `ceil(logits_width / 32)`.
+    pub fn mask_words(&self) -> usize {
+        self.index.mask_words()
+    }
+
+    pub(crate) fn initial(&self) -> StateId {
+        self.initial
+    }
+
+    /// Runs `f` with the automaton locked.
+    pub(crate) fn with_automaton<R>(&self, f: impl FnOnce(&mut Automaton) -> R) -> R {
+        f(&mut self.lazy.lock().automaton)
+    }
+
+    /// The cached mask of `state` (without end-of-sequence bits), computing it on first visit.
+    pub(crate) fn mask(&self, state: StateId) -> Result<Arc<[u32]>, MatchError> {
+        if let Some(mask) = self.masks.read().masks.get(&state) {
+            return Ok(mask.clone());
+        }
+        let mut lazy = self.lazy.lock();
+        if let Some(mask) = self.masks.read().masks.get(&state) {
+            return Ok(mask.clone());
+        }
+        let mut mask = vec![0u32; self.mask_words()];
+        if state != DEAD {
+            let Lazy {
+                automaton,
+                lexeme_masks,
+                lexeme_mask_bytes,
+            } = &mut *lazy;
+            match automaton.single_scan(state) {
+                Some(lex) => {
+                    let lexeme = match lexeme_masks.get(&lex) {
+                        Some(m) => m.clone(),
+                        None => {
+                            let m = Arc::new(lexeme_mask(automaton, &self.index, lex)?);
+                            *lexeme_mask_bytes += m.inside.len() * 4;
+                            if *lexeme_mask_bytes > self.masks.read().budget / 2 {
+                                lexeme_masks.clear();
+                                *lexeme_mask_bytes = m.inside.len() * 4;
+                            }
+                            lexeme_masks.insert(lex, m.clone());
+                            m
+                        }
+                    };
+                    state_mask_from_lexeme(automaton, &self.index, state, &lexeme, &mut mask)?;
+                }
+                None => walk_subtree(automaton, &self.index, 0, state, &mut mask)?,
+            }
+        }
+        let mask: Arc<[u32]> = mask.into();
+        let mut cache = self.masks.write();
+        cache.bytes += mask.len() * 4;
+        if cache.bytes > cache.budget / 2 {
+            cache.masks.clear();
+            cache.bytes = mask.len() * 4;
+        }
+        cache.masks.insert(state, mask.clone());
+        Ok(mask)
+    }
+
+    /// Sizes of the lazily built automaton: (states, parser rows, lexer states).
+    pub fn automaton_size(&self) -> (usize, usize, usize) {
+        self.lazy.lock().automaton.stats()
+    }
+}
+
+impl std::fmt::Debug for CompiledGrammar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (states, rows, lexer_states) = self.automaton_size();
+        f.debug_struct("CompiledGrammar")
+            .field("states", &states)
+            .field("rows", &rows)
+            .field("lexer_states", &lexer_states)
+            .finish_non_exhaustive()
+    }
+}

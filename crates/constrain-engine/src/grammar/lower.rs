@@ -1,0 +1,546 @@
+//! Lowering: [`Grammar`] (rules over [`Expr`]) -> [`Cfg`] (productions over regular terminals).
+//!
+//! Every regular sub-expression becomes one terminal, so the Earley parser only sees lexeme
+//! boundaries: non-recursive rules are inlined (up to a size budget), tail self-recursion
+//! `A ::= x A | y` is rewritten to `x* y` (Arden's rule), and adjacent regular pieces of a
+//! sequence are concatenated into a single terminal.
+
+use regex_syntax::hir::{Hir, Repetition};
+use rustc_hash::FxHashMap;
+
+use super::builder::Grammar;
+use super::expr::{Expr, RuleId};
+use crate::error::GrammarError;
+use crate::limits::Limits;
+
+/// A grammar symbol of the lowered grammar.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Sym {
+    /// A terminal: an index into [`Cfg::terminals`].
+    T(u32),
+    /// A nonterminal: an index into [`Cfg::nonterminals`].
+    N(u32),
+}
+
+/// A context-free grammar whose terminals are regular languages.
+#[derive(Debug)]
+pub(crate) struct Cfg {
+    /// The regular language of every terminal; none is empty or matches only "".
+    pub terminals: Vec<Hir>,
+    /// Names of nonterminals (for diagnostics).
+    pub nonterminals: Vec<String>,
+    /// Productions `(lhs, rhs)`; every symbol is productive.
+    pub productions: Vec<(u32, Vec<Sym>)>,
+    /// The start nonterminal.
+    pub start: u32,
+}
+
+/// Hir nesting beyond which a regular expression is kept as a nonterminal instead of inlined.
+const MAX_INLINE_DEPTH: usize = 100;
+/// Expression nesting accepted at all (front-ends produce far less).
+const MAX_EXPR_DEPTH: usize = 1_000;
+
+/// A regular expression with its size and nesting depth, for inlining budgets.
+#[derive(Clone, Debug)]
+struct Regular {
+    hir: Hir,
+    size: usize,
+    depth: usize,
+}
+
+impl Regular {
+    fn new(hir: Hir, size: usize, depth: usize) -> Regular {
+        Regular { hir, size, depth }
+    }
+}
+
+/// Lowers `grammar` into a [`Cfg`].
+pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarError> {
+    let bodies: Vec<Expr> = grammar
+        .rules()
+        .map(|(id, _, body)| rewrite_tail_recursion(id, body).unwrap_or_else(|| body.clone()))
+        .collect();
+    for body in &bodies {
+        check_depth(body, 0)?;
+    }
+    let recursive = recursive_rules(&bodies);
+    let mut lowerer = Lowerer {
+        grammar,
+        limits,
+        bodies: &bodies,
+        regular: vec![None; bodies.len()],
+        rule_nt: vec![None; bodies.len()],
+        cfg: Cfg {
+            terminals: Vec::new(),
+            nonterminals: Vec::new(),
+            productions: Vec::new(),
+            start: 0,
+        },
+        terminal_ids: FxHashMap::default(),
+        size: 0,
+    };
+    for rule in post_order(&bodies) {
+        if !recursive[rule] {
+            lowerer.regular[rule] = lowerer
+                .as_regular(&bodies[rule])
+                .filter(|r| r.size <= limits.max_inline_size && r.depth <= MAX_INLINE_DEPTH);
+        }
+    }
+    let start_nt = lowerer.nt_of(grammar.start())?;
+    let start = lowerer.new_nt("<start>");
+    lowerer.add_production(start, vec![Sym::N(start_nt)]);
+    lowerer.cfg.start = start;
+    let mut cfg = lowerer.cfg;
+    prune_unproductive(&mut cfg, grammar.rule_name(grammar.start()))?;
+    Ok(cfg)
+}
+
+struct Lowerer<'a> {
+    grammar: &'a Grammar,
+    limits: &'a Limits,
+    bodies: &'a [Expr],
+    /// Per rule: its regular expression, when the rule is regular and small enough to inline.
+    regular: Vec<Option<Regular>>,
+    rule_nt: Vec<Option<u32>>,
+    cfg: Cfg,
+    terminal_ids: FxHashMap<String, u32>,
+    size: usize,
+}
+
+impl Lowerer<'_> {
+    /// The regular expression of `expr`, if it is regular given the rules known to be regular.
+    fn as_regular(&self, expr: &Expr) -> Option<Regular> {
+        match expr {
+            Expr::Regex(h) => Some(Regular::new((**h).clone(), hir_size(h), 1)),
+            Expr::Rule(r) => self.regular[r.index()].clone(),
+            Expr::Seq(parts) | Expr::Alt(parts) => {
+                let mut hirs = Vec::with_capacity(parts.len());
+                let (mut size, mut depth) = (1, 0);
+                for p in parts {
+                    let r = self.as_regular(p)?;
+                    size += r.size;
+                    depth = depth.max(r.depth);
+                    if size > self.limits.max_inline_size {
+                        return None;
+                    }
+                    hirs.push(r.hir);
+                }
+                let hir = match expr {
+                    Expr::Seq(_) => Hir::concat(hirs),
+                    _ if hirs.is_empty() => Hir::fail(),
+                    _ => Hir::alternation(hirs),
+                };
+                Some(Regular::new(hir, size, depth + 1))
+            }
+            Expr::Repeat { expr, min, max } => {
+                let r = self.as_regular(expr)?;
+                let copies = max.unwrap_or(*min).max(1) as usize;
+                let size = r.size.saturating_mul(copies).saturating_add(1);
+                if size > self.limits.max_inline_size {
+                    return None;
+                }
+                let hir = Hir::repetition(Repetition {
+                    min: *min,
+                    max: *max,
+                    greedy: true,
+                    sub: Box::new(r.hir),
+                });
+                Some(Regular::new(hir, size, r.depth + 1))
+            }
+        }
+    }
+
+    fn new_nt(&mut self, name: &str) -> u32 {
+        self.cfg.nonterminals.push(name.to_string());
+        (self.cfg.nonterminals.len() - 1) as u32
+    }
+
+    fn add_production(&mut self, lhs: u32, rhs: Vec<Sym>) {
+        self.size += rhs.len() + 1;
+        self.cfg.productions.push((lhs, rhs));
+    }
+
+    fn check_size(&self) -> Result<(), GrammarError> {
+        if self.size > self.limits.max_grammar_size {
+            return Err(GrammarError::LimitExceeded {
+                what: "lowered grammar size",
+                limit: self.limits.max_grammar_size,
+            });
+        }
+        Ok(())
+    }
+
+    /// The nonterminal standing for grammar rule `rule`, lowering its body on first use.
+    fn nt_of(&mut self, rule: RuleId) -> Result<u32, GrammarError> {
+        if let Some(nt) = self.rule_nt[rule.index()] {
+            return Ok(nt);
+        }
+        let nt = self.new_nt(self.grammar.rule_name(rule));
+        self.rule_nt[rule.index()] = Some(nt);
+        let body = &self.bodies[rule.index()];
+        self.add_alternatives(nt, body)?;
+        Ok(nt)
+    }
+
+    /// Adds `lhs -> alt` for every top-level alternative of `body`.
+    fn add_alternatives(&mut self, lhs: u32, body: &Expr) -> Result<(), GrammarError> {
+        match body {
+            Expr::Alt(alts) if self.as_regular(body).is_none() => {
+                for alt in alts {
+                    self.add_alternatives(lhs, alt)?;
+                }
+            }
+            _ => {
+                if let Some(rhs) = self.lower_seq(body)? {
+                    self.add_production(lhs, rhs);
+                }
+            }
+        }
+        self.check_size()
+    }
+
+    /// Lowers `expr` to a symbol string; `None` when it matches nothing.
+    fn lower_seq(&mut self, expr: &Expr) -> Result<Option<Vec<Sym>>, GrammarError> {
+        let mut seq = SeqBuilder::default();
+        self.lower_into(expr, &mut seq)?;
+        seq.finish(self)
+    }
+
+    fn lower_into(&mut self, expr: &Expr, seq: &mut SeqBuilder) -> Result<(), GrammarError> {
+        if let Some(r) = self.as_regular(expr) {
+            if r.size <= self.limits.max_inline_size && r.depth <= MAX_INLINE_DEPTH {
+                seq.push_regular(r, self);
+                return Ok(());
+            }
+        }
+        match expr {
+            Expr::Regex(_) => unreachable!("a regex is always regular"),
+            Expr::Seq(parts) => {
+                for p in parts {
+                    self.lower_into(p, seq)?;
+                }
+            }
+            Expr::Rule(r) => {
+                let nt = self.nt_of(*r)?;
+                seq.push_sym(Sym::N(nt), self);
+            }
+            Expr::Alt(_) => {
+                let nt = self.new_nt("<alt>");
+                self.add_alternatives(nt, expr)?;
+                seq.push_sym(Sym::N(nt), self);
+            }
+            Expr::Repeat {
+                expr: inner,
+                min,
+                max,
+            } => {
+                let unit = self.unit_nt(inner)?;
+                let count = max.unwrap_or(*min) as usize;
+                if count.saturating_add(self.size) > self.limits.max_grammar_size {
+                    return Err(GrammarError::LimitExceeded {
+                        what: "repetition count",
+                        limit: self.limits.max_grammar_size,
+                    });
+                }
+                for _ in 0..*min {
+                    seq.push_sym(Sym::N(unit), self);
+                }
+                match max {
+                    None => {
+                        // star -> ε | star unit  (left recursion keeps Earley rows small)
+                        let star = self.new_nt("<star>");
+                        self.add_production(star, vec![]);
+                        self.add_production(star, vec![Sym::N(star), Sym::N(unit)]);
+                        seq.push_sym(Sym::N(star), self);
+                    }
+                    Some(max) if max > min => {
+                        // opt_k -> ε | unit opt_{k-1}
+                        let mut opt = self.new_nt("<opt>");
+                        self.add_production(opt, vec![]);
+                        self.add_production(opt, vec![Sym::N(unit)]);
+                        for _ in 1..(max - min) {
+                            let next = self.new_nt("<opt>");
+                            self.add_production(next, vec![]);
+                            self.add_production(next, vec![Sym::N(unit), Sym::N(opt)]);
+                            opt = next;
+                        }
+                        seq.push_sym(Sym::N(opt), self);
+                    }
+                    Some(_) => {}
+                }
+                self.check_size()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A nonterminal deriving exactly `expr`.
+    fn unit_nt(&mut self, expr: &Expr) -> Result<u32, GrammarError> {
+        if let Expr::Rule(r) = expr {
+            if self.regular[r.index()].is_none() {
+                return self.nt_of(*r);
+            }
+        }
+        let nt = self.new_nt("<item>");
+        self.add_alternatives(nt, expr)?;
+        Ok(nt)
+    }
+
+    fn terminal(&mut self, hir: Hir) -> u32 {
+        let key = hir.to_string();
+        if let Some(&id) = self.terminal_ids.get(&key) {
+            return id;
+        }
+        let id = self.cfg.terminals.len() as u32;
+        self.cfg.terminals.push(hir);
+        self.terminal_ids.insert(key, id);
+        id
+    }
+}
+
+/// Accumulates the symbols of one production, concatenating adjacent regular pieces.
+#[derive(Default)]
+struct SeqBuilder {
+    syms: Vec<Sym>,
+    pending: Vec<Hir>,
+    pending_size: usize,
+    dead: bool,
+}
+
+impl SeqBuilder {
+    fn push_regular(&mut self, r: Regular, lowerer: &mut Lowerer<'_>) {
+        if self.pending_size + r.size > lowerer.limits.max_inline_size {
+            self.flush(lowerer);
+        }
+        self.pending_size += r.size;
+        self.pending.push(r.hir);
+    }
+
+    fn push_sym(&mut self, sym: Sym, lowerer: &mut Lowerer<'_>) {
+        self.flush(lowerer);
+        self.syms.push(sym);
+    }
+
+    fn flush(&mut self, lowerer: &mut Lowerer<'_>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let hir = Hir::concat(std::mem::take(&mut self.pending));
+        self.pending_size = 0;
+        let props = hir.properties();
+        match (props.minimum_len(), props.maximum_len()) {
+            (None, _) => self.dead = true,
+            (_, Some(0)) => {}
+            _ => {
+                let t = lowerer.terminal(hir);
+                self.syms.push(Sym::T(t));
+            }
+        }
+    }
+
+    fn finish(mut self, lowerer: &mut Lowerer<'_>) -> Result<Option<Vec<Sym>>, GrammarError> {
+        self.flush(lowerer);
+        Ok((!self.dead).then_some(self.syms))
+    }
+}
+
+/// Rewrites `A ::= x1 A | ... | y1 | ...` (A only in tail position) to `(x1|...)* (y1|...)`.
+fn rewrite_tail_recursion(rule: RuleId, body: &Expr) -> Option<Expr> {
+    let alts: &[Expr] = match body {
+        Expr::Alt(alts) => alts,
+        other => std::slice::from_ref(other),
+    };
+    let mut prefixes = Vec::new();
+    let mut bases = Vec::new();
+    for alt in alts {
+        let parts: &[Expr] = match alt {
+            Expr::Seq(parts) => parts,
+            other => std::slice::from_ref(other),
+        };
+        match parts.split_last() {
+            Some((Expr::Rule(r), init)) if *r == rule => {
+                if init.iter().any(|e| refers_to(e, rule)) {
+                    return None;
+                }
+                prefixes.push(Expr::seq(init.to_vec()));
+            }
+            _ if refers_to(alt, rule) => return None,
+            _ => bases.push(alt.clone()),
+        }
+    }
+    if prefixes.is_empty() {
+        return None;
+    }
+    Some(Expr::seq(vec![
+        Expr::alt(prefixes).star(),
+        Expr::alt(bases),
+    ]))
+}
+
+fn refers_to(expr: &Expr, rule: RuleId) -> bool {
+    let mut found = false;
+    expr.for_each_rule(&mut |r| found |= r == rule);
+    found
+}
+
+fn check_depth(expr: &Expr, depth: usize) -> Result<(), GrammarError> {
+    if depth > MAX_EXPR_DEPTH {
+        return Err(GrammarError::LimitExceeded {
+            what: "expression nesting",
+            limit: MAX_EXPR_DEPTH,
+        });
+    }
+    match expr {
+        Expr::Regex(_) | Expr::Rule(_) => Ok(()),
+        Expr::Seq(parts) | Expr::Alt(parts) => {
+            parts.iter().try_for_each(|p| check_depth(p, depth + 1))
+        }
+        Expr::Repeat { expr, .. } => check_depth(expr, depth + 1),
+    }
+}
+
+fn references(body: &Expr) -> Vec<usize> {
+    let mut refs = Vec::new();
+    body.for_each_rule(&mut |r| refs.push(r.index()));
+    refs.sort_unstable();
+    refs.dedup();
+    refs
+}
+
+/// Rules in post-order of the reference graph (callees before callers), iteratively.
+fn post_order(bodies: &[Expr]) -> Vec<usize> {
+    let refs: Vec<Vec<usize>> = bodies.iter().map(references).collect();
+    let mut state = vec![0u8; bodies.len()]; // 0 new, 1 open, 2 done
+    let mut order = Vec::with_capacity(bodies.len());
+    for root in 0..bodies.len() {
+        if state[root] != 0 {
+            continue;
+        }
+        let mut stack = vec![(root, 0usize)];
+        state[root] = 1;
+        while let Some((node, next)) = stack.last_mut() {
+            if let Some(&child) = refs[*node].get(*next) {
+                *next += 1;
+                if state[child] == 0 {
+                    state[child] = 1;
+                    stack.push((child, 0));
+                }
+            } else {
+                state[*node] = 2;
+                order.push(*node);
+                stack.pop();
+            }
+        }
+    }
+    order
+}
+
+/// Which rules lie on a reference cycle (Tarjan's strongly connected components, iteratively).
+fn recursive_rules(bodies: &[Expr]) -> Vec<bool> {
+    let n = bodies.len();
+    let refs: Vec<Vec<usize>> = bodies.iter().map(references).collect();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut recursive = vec![false; n];
+    let mut counter = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut call = vec![(root, 0usize)];
+        index[root] = counter;
+        low[root] = counter;
+        counter += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut next)) = call.last_mut() {
+            if let Some(&w) = refs[v].get(*next) {
+                *next += 1;
+                if index[w] == usize::MAX {
+                    index[w] = counter;
+                    low[w] = counter;
+                    counter += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    call.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                call.pop();
+                if let Some(&(parent, _)) = call.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut component = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        component.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    let cyclic = component.len() > 1 || refs[v].contains(&v);
+                    for w in component {
+                        recursive[w] = cyclic;
+                    }
+                }
+            }
+        }
+    }
+    recursive
+}
+
+/// Drops productions that use nonterminals deriving no finite string.
+fn prune_unproductive(cfg: &mut Cfg, start_name: &str) -> Result<(), GrammarError> {
+    let mut productive = vec![false; cfg.nonterminals.len()];
+    loop {
+        let mut changed = false;
+        for (lhs, rhs) in &cfg.productions {
+            if !productive[*lhs as usize]
+                && rhs.iter().all(|s| match s {
+                    Sym::T(_) => true,
+                    Sym::N(n) => productive[*n as usize],
+                })
+            {
+                productive[*lhs as usize] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if !productive[cfg.start as usize] {
+        return Err(GrammarError::EmptyLanguage {
+            rule: start_name.to_string(),
+        });
+    }
+    cfg.productions.retain(|(lhs, rhs)| {
+        productive[*lhs as usize]
+            && rhs.iter().all(|s| match s {
+                Sym::T(_) => true,
+                Sym::N(n) => productive[*n as usize],
+            })
+    });
+    Ok(())
+}
+
+/// Number of nodes of `hir`, iteratively.
+fn hir_size(hir: &Hir) -> usize {
+    use regex_syntax::hir::HirKind;
+    let mut size = 0;
+    let mut stack = vec![hir];
+    while let Some(h) = stack.pop() {
+        size += 1;
+        match h.kind() {
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => stack.extend(hs.iter()),
+            HirKind::Repetition(rep) => stack.push(&rep.sub),
+            HirKind::Capture(cap) => stack.push(&cap.sub),
+            _ => {}
+        }
+    }
+    size
+}

@@ -1,0 +1,125 @@
+//! Computing token masks by walking the token trie against the automaton.
+//!
+//! Two walks share the work. A *lexeme walk* runs the lexer alone from a lexer state: tokens
+//! that stay inside the lexeme are allowed whatever the parse stack is, and tokens that die
+//! before any lexeme could end are rejected whatever it is; only the subtrees below points where
+//! a lexeme can end ("boundaries") depend on the parser. Its result is cached per lexer state and
+//! shared by every automaton state that scans from it (say, every JSON string body in every
+//! context). A *state walk* then visits just those boundary subtrees with the full automaton.
+//! States with several lexemes in flight use the state walk over the whole trie.
+
+use crate::automaton::{Automaton, StateId, DEAD};
+use crate::error::MatchError;
+use crate::lexer::{LexId, LEX_DEAD};
+use crate::token_index::{set_bits, TokenIndex};
+
+/// What a lexer state alone decides about the vocabulary.
+pub(crate) struct LexemeMask {
+    /// Tokens allowed in any context.
+    pub inside: Box<[u32]>,
+    /// Trie nodes (with their byte path) below which validity depends on the parser.
+    pub boundaries: Vec<(u32, Box<[u8]>)>,
+}
+
+/// The lexeme walk from `lex`.
+pub(crate) fn lexeme_mask(
+    auto: &mut Automaton,
+    index: &TokenIndex,
+    lex: LexId,
+) -> Result<LexemeMask, MatchError> {
+    let nodes = index.nodes();
+    let classes = *auto.lexer.byte_classes();
+    let mut inside = vec![0u32; index.mask_words()].into_boxed_slice();
+    let mut boundaries = Vec::new();
+    let mut path: Vec<u8> = Vec::new();
+    // (end of subtree, lexer state at its root)
+    let mut stack: Vec<(u32, LexId)> = vec![(nodes[0].subtree_end, lex)];
+    let mut i = 1usize;
+    let end = nodes[0].subtree_end as usize;
+    while i < end {
+        while stack.last().is_some_and(|&(e, _)| e as usize <= i) {
+            stack.pop();
+            path.pop();
+        }
+        let parent = stack.last().map_or(LEX_DEAD, |&(_, l)| l);
+        let node = nodes[i];
+        let next = auto
+            .lexer
+            .next(parent, classes[node.byte as usize] as usize)?;
+        if next == LEX_DEAD {
+            i = node.subtree_end as usize;
+            continue;
+        }
+        set_bits(&mut inside, index.tokens_of(i));
+        if !auto.lexer.accepts(next).is_empty() {
+            if index.has_children(i) {
+                let mut bytes = path.clone();
+                bytes.push(node.byte);
+                boundaries.push((i as u32, bytes.into_boxed_slice()));
+            }
+            i = node.subtree_end as usize;
+            continue;
+        }
+        stack.push((node.subtree_end, next));
+        path.push(node.byte);
+        i += 1;
+    }
+    Ok(LexemeMask { inside, boundaries })
+}
+
+/// The state walk over the subtree of trie node `root`, entered in automaton state `state`.
+pub(crate) fn walk_subtree(
+    auto: &mut Automaton,
+    index: &TokenIndex,
+    root: usize,
+    state: StateId,
+    mask: &mut [u32],
+) -> Result<(), MatchError> {
+    let nodes = index.nodes();
+    let classes = *auto.lexer.byte_classes();
+    let end = nodes[root].subtree_end as usize;
+    let mut stack: Vec<(u32, StateId)> = vec![(end as u32, state)];
+    let mut i = root + 1;
+    while i < end {
+        while stack.last().is_some_and(|&(e, _)| e as usize <= i) {
+            stack.pop();
+        }
+        let parent = stack.last().map_or(DEAD, |&(_, s)| s);
+        let node = nodes[i];
+        let next = auto.next(parent, classes[node.byte as usize] as usize)?;
+        if next == DEAD {
+            i = node.subtree_end as usize;
+            continue;
+        }
+        set_bits(mask, index.tokens_of(i));
+        if node.subtree_end as usize > i + 1 {
+            stack.push((node.subtree_end, next));
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The mask of `state` given the lexeme mask of its only scan.
+pub(crate) fn state_mask_from_lexeme(
+    auto: &mut Automaton,
+    index: &TokenIndex,
+    state: StateId,
+    lexeme: &LexemeMask,
+    mask: &mut [u32],
+) -> Result<(), MatchError> {
+    mask.copy_from_slice(&lexeme.inside);
+    for (node, path) in &lexeme.boundaries {
+        let mut s = state;
+        for &b in path.iter() {
+            s = auto.next_byte(s, b)?;
+            if s == DEAD {
+                break;
+            }
+        }
+        if s != DEAD {
+            walk_subtree(auto, index, *node as usize, s, mask)?;
+        }
+    }
+    Ok(())
+}

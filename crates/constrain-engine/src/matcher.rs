@@ -1,0 +1,347 @@
+//! [`Matcher`]: the state of one sequence under a compiled grammar.
+
+use std::sync::Arc;
+
+use constrain_vocab::TokenKind;
+use rayon::prelude::*;
+
+use crate::automaton::{Automaton, StateId, DEAD};
+use crate::compiled::CompiledGrammar;
+use crate::error::MatchError;
+use crate::grammar::special_token_bytes;
+
+/// Longest run of forced bytes looked at by [`Matcher::forced_tokens`].
+const MAX_FORCED_BYTES: usize = 4096;
+
+/// Tracks one sequence: which tokens are allowed next, and the tokens accepted so far.
+///
+/// Cloning is cheap (a vector of state ids and an [`Arc`]), so a beam or a speculative branch
+/// can fork a matcher freely.
+///
+/// ```
+/// use std::sync::Arc;
+/// use constrain_engine::{CompiledGrammar, Grammar, Limits, Matcher, MatchError, TokenIndex};
+/// use constrain_vocab::{TokenKind, Vocabulary};
+///
+/// let words = ["yes", "no", "maybe", "<eos>"];
+/// let vocab = Vocabulary::from_tokens(words.iter().enumerate().map(|(i, w)| {
+///     let kind = if w.starts_with('<') { TokenKind::EndOfSequence } else { TokenKind::Text };
+///     (i as u32, w.as_bytes().to_vec(), kind)
+/// }))?;
+/// let grammar = CompiledGrammar::new(
+///     &Grammar::from_regex("yes|no")?,
+///     TokenIndex::new(Arc::new(vocab)),
+///     Limits::default(),
+/// )?;
+/// let mut m = Matcher::new(grammar);
+/// assert!(m.is_token_allowed(0)?);
+/// assert!(!m.is_token_allowed(2)?);
+/// assert_eq!(m.accept_token(2), Err(MatchError::TokenNotAllowed { token: 2 }));
+/// m.accept_token(1)?;
+/// assert!(m.is_accepting() && m.is_finished());
+/// m.rollback(1)?;
+/// assert!(!m.is_accepting());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Matcher {
+    grammar: Arc<CompiledGrammar>,
+    /// The state after each accepted step; `history[0]` is the initial state.
+    history: Vec<StateId>,
+    /// Number of steps when an end-of-sequence token was accepted.
+    ended_at: Option<usize>,
+}
+
+impl Matcher {
+    /// A matcher at the start of `grammar`.
+    pub fn new(grammar: Arc<CompiledGrammar>) -> Matcher {
+        let initial = grammar.initial();
+        Matcher {
+            grammar,
+            history: vec![initial],
+            ended_at: None,
+        }
+    }
+
+    /// The compiled grammar.
+    pub fn grammar(&self) -> &Arc<CompiledGrammar> {
+        &self.grammar
+    }
+
+    fn state(&self) -> StateId {
+        self.history.last().copied().unwrap_or(DEAD)
+    }
+
+    fn is_ended(&self) -> bool {
+        self.ended_at.is_some()
+    }
+
+    /// Writes the allowed tokens into `mask`: bit `j % 32` of word `j / 32` is 1 when token `j`
+    /// may come next. `mask` must have [`CompiledGrammar::mask_words`] words. End-of-sequence
+    /// tokens are allowed exactly when [`Matcher::is_accepting`]; ids without a token, and
+    /// padding ids up to the logits width, never are.
+    pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), MatchError> {
+        let expected = self.grammar.mask_words();
+        if mask.len() != expected {
+            return Err(MatchError::MaskLength {
+                got: mask.len(),
+                expected,
+            });
+        }
+        if self.is_ended() {
+            mask.fill(0);
+            return Ok(());
+        }
+        let state = self.state();
+        mask.copy_from_slice(&self.grammar.mask(state)?);
+        if self.grammar.with_automaton(|a| a.is_accepting(state)) {
+            for &eos in self.grammar.token_index().eos() {
+                mask[(eos >> 5) as usize] |= 1 << (eos & 31);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `token` may come next.
+    pub fn is_token_allowed(&mut self, token: u32) -> Result<bool, MatchError> {
+        Ok(self.step_token(token)?.is_some())
+    }
+
+    /// Accepts `token`, or returns an error and leaves the state unchanged.
+    pub fn accept_token(&mut self, token: u32) -> Result<(), MatchError> {
+        match self.step_token(token)? {
+            Some(Step::Eos) => {
+                self.ended_at = Some(self.history.len());
+                self.history.push(self.state());
+                Ok(())
+            }
+            Some(Step::To(next)) => {
+                self.history.push(next);
+                Ok(())
+            }
+            None => Err(MatchError::TokenNotAllowed { token }),
+        }
+    }
+
+    /// Where `token` leads, or `None` if it is not allowed.
+    fn step_token(&self, token: u32) -> Result<Option<Step>, MatchError> {
+        if self.is_ended() {
+            return Err(MatchError::Finished);
+        }
+        let vocab = self.grammar.vocabulary();
+        if token as usize >= vocab.logits_width() {
+            return Err(MatchError::UnknownToken {
+                token,
+                vocab_size: vocab.logits_width(),
+            });
+        }
+        let state = self.state();
+        let step = match (vocab.kind(token), vocab.token_bytes(token)) {
+            (Some(TokenKind::EndOfSequence), _) => self
+                .grammar
+                .with_automaton(|a| a.is_accepting(state))
+                .then_some(Step::Eos),
+            (Some(TokenKind::Special), _) => {
+                let next = self
+                    .grammar
+                    .with_automaton(|a| walk(a, state, &special_token_bytes(token)))?;
+                (next != DEAD).then_some(Step::To(next))
+            }
+            (Some(TokenKind::Text), Some(bytes)) if !bytes.is_empty() => {
+                let next = self.grammar.with_automaton(|a| walk(a, state, bytes))?;
+                (next != DEAD).then_some(Step::To(next))
+            }
+            _ => None,
+        };
+        Ok(step)
+    }
+
+    /// Accepts raw bytes (any number of them, as one step for [`Matcher::rollback`]), or
+    /// returns an error and leaves the state unchanged.
+    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), MatchError> {
+        if self.is_ended() {
+            return Err(MatchError::Finished);
+        }
+        let state = self.state();
+        let next =
+            self.grammar
+                .with_automaton(|a| -> Result<Result<StateId, usize>, MatchError> {
+                    let mut s = state;
+                    for (offset, &b) in bytes.iter().enumerate() {
+                        s = a.next_byte(s, b)?;
+                        if s == DEAD {
+                            return Ok(Err(offset));
+                        }
+                    }
+                    Ok(Ok(s))
+                })?;
+        match next {
+            Ok(s) => {
+                self.history.push(s);
+                Ok(())
+            }
+            Err(offset) => Err(MatchError::BytesRejected { offset }),
+        }
+    }
+
+    /// Whether the output so far is complete: end-of-sequence is allowed now.
+    pub fn is_accepting(&self) -> bool {
+        !self.is_ended()
+            && self
+                .grammar
+                .with_automaton(|a| a.is_accepting(self.state()))
+    }
+
+    /// Whether nothing but the end can follow (or the end was already accepted).
+    pub fn is_finished(&self) -> bool {
+        self.is_ended() || self.grammar.with_automaton(|a| a.is_finished(self.state()))
+    }
+
+    /// Whether an end-of-sequence token has been accepted.
+    pub fn has_ended(&self) -> bool {
+        self.is_ended()
+    }
+
+    /// Tokens the grammar forces next, to append without sampling.
+    ///
+    /// Follows the bytes the grammar allows as the only continuation and splits them into the
+    /// longest vocabulary tokens, stopping before a token that a longer allowed token could
+    /// extend beyond the forced bytes (so the forced text never cuts a better tokenization).
+    pub fn forced_tokens(&mut self) -> Result<Vec<u32>, MatchError> {
+        if self.is_ended() {
+            return Ok(Vec::new());
+        }
+        let forced = self
+            .grammar
+            .with_automaton(|a| forced_bytes(a, self.state()))?;
+        let index = self.grammar.token_index();
+        let mut tokens = Vec::new();
+        let mut at = 0;
+        while at < forced.len() {
+            let mut node = 0usize;
+            let mut best: Option<(usize, u32)> = None;
+            let mut consumed = 0;
+            for &b in &forced[at..] {
+                match index.child(node, b) {
+                    Some(child) => {
+                        node = child;
+                        consumed += 1;
+                        if let Some(&t) = index.tokens_of(node).first() {
+                            best = Some((consumed, t));
+                        }
+                    }
+                    None => break,
+                }
+            }
+            if at + consumed == forced.len() && index.has_children(node) {
+                // A token longer than the forced text could be the model's choice.
+                break;
+            }
+            match best {
+                Some((len, token)) => {
+                    tokens.push(token);
+                    at += len;
+                }
+                None => break,
+            }
+        }
+        Ok(tokens)
+    }
+
+    /// Undoes the last `n` accepted steps (tokens or byte runs).
+    pub fn rollback(&mut self, n: usize) -> Result<(), MatchError> {
+        let available = self.history.len() - 1;
+        if n > available {
+            return Err(MatchError::RollbackTooFar {
+                requested: n,
+                available,
+            });
+        }
+        self.history.truncate(self.history.len() - n);
+        if self.ended_at.is_some_and(|at| at >= self.history.len()) {
+            self.ended_at = None;
+        }
+        Ok(())
+    }
+
+    /// Number of steps accepted so far.
+    pub fn steps(&self) -> usize {
+        self.history.len() - 1
+    }
+
+    /// Back to the start of the grammar.
+    pub fn reset(&mut self) {
+        self.history.truncate(1);
+        self.ended_at = None;
+    }
+}
+
+impl std::fmt::Debug for Matcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Matcher")
+            .field("steps", &self.steps())
+            .field("state", &self.state())
+            .field("ended", &self.is_ended())
+            .finish()
+    }
+}
+
+enum Step {
+    To(StateId),
+    Eos,
+}
+
+fn walk(a: &mut Automaton, mut state: StateId, bytes: &[u8]) -> Result<StateId, MatchError> {
+    for &b in bytes {
+        state = a.next_byte(state, b)?;
+        if state == DEAD {
+            break;
+        }
+    }
+    Ok(state)
+}
+
+/// The bytes that must come next, up to the first choice (several bytes, or the end).
+fn forced_bytes(a: &mut Automaton, mut state: StateId) -> Result<Vec<u8>, MatchError> {
+    let mut bytes = Vec::new();
+    while bytes.len() < MAX_FORCED_BYTES && !a.is_accepting(state) {
+        let mut only = None;
+        for class in 0..a.classes() {
+            let next = a.next(state, class)?;
+            if next == DEAD {
+                continue;
+            }
+            if only.is_some() {
+                return Ok(bytes);
+            }
+            only = Some((class, next));
+        }
+        let Some((class, next)) = only else { break };
+        let Some(byte) = a.lexer.single_byte_of_class(class) else {
+            break;
+        };
+        bytes.push(byte);
+        state = next;
+    }
+    Ok(bytes)
+}
+
+/// Fills the masks of many matchers in parallel: `masks` holds one
+/// [`CompiledGrammar::mask_words`]-sized slice per matcher, in order.
+pub fn fill_masks(matchers: &mut [Matcher], masks: &mut [u32]) -> Result<(), MatchError> {
+    let Some(words) = matchers.first().map(|m| m.grammar.mask_words()) else {
+        return Ok(());
+    };
+    if matchers.iter().any(|m| m.grammar.mask_words() != words)
+        || masks.len() != words * matchers.len()
+    {
+        return Err(MatchError::MaskLength {
+            got: masks.len(),
+            expected: words * matchers.len(),
+        });
+    }
+    matchers
+        .par_iter_mut()
+        .zip(masks.par_chunks_mut(words))
+        .try_for_each(|(m, mask)| m.fill_mask(mask))
+}

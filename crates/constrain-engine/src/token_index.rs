@@ -1,0 +1,156 @@
+//! The token trie of a vocabulary: the byte strings of all tokens in one flat, depth-first array.
+//!
+//! Walking it against an automaton visits every shared prefix once, and a rejected byte skips
+//! the whole subtree below it in one jump (`subtree_end`).
+
+use std::sync::Arc;
+
+use constrain_vocab::{TokenKind, Vocabulary};
+
+use crate::grammar::special_token_bytes;
+
+/// One trie node: the byte that leads to it, where its subtree ends, and the tokens it spells.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Node {
+    pub byte: u8,
+    /// Index one past the last node of this node's subtree.
+    pub subtree_end: u32,
+    tokens_start: u32,
+    tokens_len: u32,
+}
+
+/// The token trie of one vocabulary. Build it once per tokenizer and share it between grammars.
+#[derive(Debug)]
+pub struct TokenIndex {
+    vocab: Arc<Vocabulary>,
+    nodes: Vec<Node>,
+    tokens: Vec<u32>,
+    eos: Vec<u32>,
+    mask_words: usize,
+}
+
+impl TokenIndex {
+    /// Indexes every text and special token of `vocab`.
+    ///
+    /// Special tokens are indexed under their grammar spelling (`0xFF` + big-endian id), so only
+    /// grammars that name them can allow them; end-of-sequence tokens are not indexed at all:
+    /// they are allowed exactly when the grammar is complete.
+    pub fn new(vocab: Arc<Vocabulary>) -> Arc<TokenIndex> {
+        let mut entries: Vec<(Vec<u8>, u32)> = Vec::with_capacity(vocab.len());
+        let mut eos = Vec::new();
+        for (id, bytes, kind) in vocab.iter() {
+            match kind {
+                TokenKind::Text if !bytes.is_empty() => entries.push((bytes.to_vec(), id)),
+                TokenKind::Text => {}
+                TokenKind::Special => entries.push((special_token_bytes(id).to_vec(), id)),
+                TokenKind::EndOfSequence => eos.push(id),
+            }
+        }
+        entries.sort_unstable();
+        let mut nodes = vec![Node {
+            byte: 0,
+            subtree_end: 0,
+            tokens_start: 0,
+            tokens_len: 0,
+        }];
+        let mut tokens = Vec::with_capacity(entries.len());
+        // `path[d]` is the node at depth d + 1 on the current path.
+        let mut path: Vec<usize> = Vec::new();
+        let mut previous: &[u8] = &[];
+        for (bytes, id) in &entries {
+            let common = bytes
+                .iter()
+                .zip(previous)
+                .take_while(|(a, b)| a == b)
+                .count();
+            while path.len() > common {
+                let done = path.pop().unwrap_or(0);
+                nodes[done].subtree_end = nodes.len() as u32;
+            }
+            for &b in &bytes[common..] {
+                path.push(nodes.len());
+                nodes.push(Node {
+                    byte: b,
+                    subtree_end: 0,
+                    tokens_start: tokens.len() as u32,
+                    tokens_len: 0,
+                });
+            }
+            let last = path.last().copied().unwrap_or(0);
+            if nodes[last].tokens_len == 0 {
+                nodes[last].tokens_start = tokens.len() as u32;
+            }
+            nodes[last].tokens_len += 1;
+            tokens.push(*id);
+            previous = bytes;
+        }
+        while let Some(done) = path.pop() {
+            nodes[done].subtree_end = nodes.len() as u32;
+        }
+        nodes[0].subtree_end = nodes.len() as u32;
+        let mask_words = vocab.logits_width().div_ceil(32);
+        Arc::new(TokenIndex {
+            vocab,
+            nodes,
+            tokens,
+            eos,
+            mask_words,
+        })
+    }
+
+    /// The indexed vocabulary.
+    pub fn vocabulary(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    /// Words of a token mask: `ceil(logits_width / 32)`.
+    pub fn mask_words(&self) -> usize {
+        self.mask_words
+    }
+
+    /// Number of trie nodes (the root included).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub(crate) fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub(crate) fn eos(&self) -> &[u32] {
+        &self.eos
+    }
+
+    /// The tokens spelled exactly by node `node`.
+    #[inline]
+    pub(crate) fn tokens_of(&self, node: usize) -> &[u32] {
+        let n = &self.nodes[node];
+        &self.tokens[n.tokens_start as usize..(n.tokens_start + n.tokens_len) as usize]
+    }
+
+    /// The child of `node` reached by `byte`.
+    pub(crate) fn child(&self, node: usize, byte: u8) -> Option<usize> {
+        let end = self.nodes[node].subtree_end as usize;
+        let mut i = node + 1;
+        while i < end {
+            if self.nodes[i].byte == byte {
+                return Some(i);
+            }
+            i = self.nodes[i].subtree_end as usize;
+        }
+        None
+    }
+
+    /// Whether `node` has children.
+    pub(crate) fn has_children(&self, node: usize) -> bool {
+        self.nodes[node].subtree_end as usize > node + 1
+    }
+}
+
+/// Sets the bits of `tokens` in `mask`.
+#[inline]
+pub(crate) fn set_bits(mask: &mut [u32], tokens: &[u32]) {
+    for &t in tokens {
+        mask[(t >> 5) as usize] |= 1 << (t & 31);
+    }
+}

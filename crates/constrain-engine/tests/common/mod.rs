@@ -1,0 +1,217 @@
+//! Grammars and vocabularies shared by the engine's tests.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use constrain_engine::{
+    CompiledGrammar, Expr, Grammar, GrammarBuilder, Limits, Matcher, TokenIndex,
+};
+use constrain_vocab::{TokenKind, Vocabulary};
+
+/// The 256 single bytes as tokens 0..=255, and end-of-sequence as 256.
+pub fn byte_vocab() -> Arc<Vocabulary> {
+    let tokens = (0..=255u8)
+        .map(|b| (b as u32, vec![b], TokenKind::Text))
+        .chain(std::iter::once((
+            256,
+            b"</s>".to_vec(),
+            TokenKind::EndOfSequence,
+        )));
+    Arc::new(Vocabulary::from_tokens(tokens).expect("valid vocabulary"))
+}
+
+/// A small vocabulary of words and fragments, with an end token, a special token and padding.
+pub fn word_vocab() -> Arc<Vocabulary> {
+    let mut words: Vec<Vec<u8>> = Vec::new();
+    for b in 0x20..0x7fu8 {
+        words.push(vec![b]);
+    }
+    for w in [
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        "\":",
+        "\",",
+        "{\"",
+        "\"}",
+        "\"]",
+        "[\"",
+        "true",
+        "false",
+        "null",
+        "tru",
+        "e,",
+        "12",
+        "3.",
+        ".5",
+        "e1",
+        "-1",
+        "0.",
+        "  ",
+        "\n",
+        "\n  ",
+        ", ",
+        ": ",
+        "abc",
+        "name",
+        "\"name",
+        "name\"",
+        "\":\"",
+        "\\n",
+        "\\u00",
+        "é",
+        "日本",
+        "\u{1F600}",
+        "a\"b",
+        "},{",
+        "]]",
+        "[[",
+        "x",
+        "xy",
+        "xyz",
+        "yes",
+        "no",
+    ] {
+        words.push(w.as_bytes().to_vec());
+    }
+    words.push(vec![0xC3]); // half of "é"
+    words.push(vec![0xA9]); // the other half
+    let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> = words
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| (i as u32, w, TokenKind::Text))
+        .collect();
+    let n = tokens.len() as u32;
+    tokens.push((n, b"<eos>".to_vec(), TokenKind::EndOfSequence));
+    tokens.push((n + 1, b"<tool>".to_vec(), TokenKind::Special));
+    tokens.push((n + 2, b"<eot>".to_vec(), TokenKind::EndOfSequence));
+    let vocab = Vocabulary::from_tokens(tokens).expect("valid vocabulary");
+    let width = vocab.len() + 21;
+    Arc::new(vocab.with_logits_width(width).expect("wider logits"))
+}
+
+pub fn compile(grammar: &Grammar, vocab: &Arc<Vocabulary>) -> Arc<CompiledGrammar> {
+    CompiledGrammar::new(grammar, TokenIndex::new(vocab.clone()), Limits::default())
+        .expect("grammar compiles")
+}
+
+/// Whether `text` is a complete sentence of `grammar`.
+pub fn accepts(grammar: &Arc<CompiledGrammar>, text: &[u8]) -> bool {
+    let mut m = Matcher::new(grammar.clone());
+    m.accept_bytes(text).is_ok() && m.is_accepting()
+}
+
+/// Whether `text` is a prefix of some sentence of `grammar`.
+pub fn viable(grammar: &Arc<CompiledGrammar>, text: &[u8]) -> bool {
+    Matcher::new(grammar.clone()).accept_bytes(text).is_ok()
+}
+
+fn lit(s: &str) -> Expr {
+    Expr::literal(s)
+}
+
+fn re(p: &str) -> Expr {
+    Expr::regex(p).expect("valid regex")
+}
+
+/// JSON (RFC 8259) with whitespace bounded to at most 4 characters between tokens.
+pub fn json_grammar() -> Grammar {
+    let mut b = GrammarBuilder::new();
+    let value = b.rule_id("value");
+    let ws = re(r"[ \t\n\r]{0,4}");
+    let string = re(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*""#);
+    let number = re(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?");
+    let member = Expr::seq(vec![
+        ws.clone(),
+        string.clone(),
+        ws.clone(),
+        lit(":"),
+        Expr::rule(value),
+    ]);
+    let object = Expr::seq(vec![
+        lit("{"),
+        Expr::alt(vec![
+            ws.clone(),
+            Expr::seq(vec![
+                member.clone(),
+                Expr::seq(vec![lit(","), member]).star(),
+            ]),
+        ]),
+        lit("}"),
+    ]);
+    let array = Expr::seq(vec![
+        lit("["),
+        Expr::alt(vec![
+            ws.clone(),
+            Expr::seq(vec![
+                Expr::rule(value),
+                Expr::seq(vec![lit(","), Expr::rule(value)]).star(),
+            ]),
+        ]),
+        lit("]"),
+    ]);
+    let scalar = Expr::alt(vec![string, number, lit("true"), lit("false"), lit("null")]);
+    b.define(
+        value,
+        Expr::seq(vec![ws.clone(), Expr::alt(vec![object, array, scalar]), ws]),
+    )
+    .expect("defined once");
+    b.build(value).expect("valid grammar")
+}
+
+/// Arithmetic with precedence, written with left recursion.
+pub fn arithmetic_grammar() -> Grammar {
+    let mut b = GrammarBuilder::new();
+    let expr = b.rule_id("expr");
+    let term = b.rule_id("term");
+    let factor = b.rule_id("factor");
+    b.define(
+        expr,
+        Expr::alt(vec![
+            Expr::seq(vec![Expr::rule(expr), re("[-+]"), Expr::rule(term)]),
+            Expr::rule(term),
+        ]),
+    )
+    .expect("defined once");
+    b.define(
+        term,
+        Expr::alt(vec![
+            Expr::seq(vec![Expr::rule(term), re("[*/]"), Expr::rule(factor)]),
+            Expr::rule(factor),
+        ]),
+    )
+    .expect("defined once");
+    b.define(
+        factor,
+        Expr::alt(vec![
+            re("[0-9]+"),
+            Expr::seq(vec![lit("("), Expr::rule(expr), lit(")")]),
+        ]),
+    )
+    .expect("defined once");
+    b.build(expr).expect("valid grammar")
+}
+
+/// A tool-call wrapper: free text, then `<tool>` and a JSON object.
+pub fn tool_grammar(tool_token: u32) -> Grammar {
+    let json = json_grammar();
+    let mut b = GrammarBuilder::new();
+    // Re-create the JSON value rule inside this builder by name.
+    let value = b.rule_id("value");
+    b.define(value, json.rule_body(json.start()).clone())
+        .expect("defined once");
+    let root = b
+        .add_rule(
+            "root",
+            Expr::seq(vec![
+                re("[a-z ]{0,12}"),
+                Expr::token(tool_token),
+                Expr::rule(value),
+            ]),
+        )
+        .expect("defined once");
+    b.build(root).expect("valid grammar")
+}
