@@ -29,9 +29,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            max_terminal_nfa_bytes: 8 << 20,
-            max_total_nfa_bytes: 256 << 20,
-            max_inline_size: 20_000,
+            max_terminal_nfa_bytes: 64 << 20,
+            max_total_nfa_bytes: 512 << 20,
+            max_inline_size: 250_000,
             max_lexer_states: 200_000,
             max_rows: 500_000,
             max_items_per_row: 100_000,

@@ -56,18 +56,17 @@ impl Regular {
 
 /// Lowers `grammar` into a [`Cfg`].
 pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarError> {
+    for (_, _, body) in grammar.rules() {
+        check_depth(body, 0)?;
+    }
     let bodies: Vec<Expr> = grammar
         .rules()
         .map(|(id, _, body)| rewrite_tail_recursion(id, body).unwrap_or_else(|| body.clone()))
         .collect();
-    for body in &bodies {
-        check_depth(body, 0)?;
-    }
     let recursive = recursive_rules(&bodies);
     let mut lowerer = Lowerer {
         grammar,
         limits,
-        bodies: &bodies,
         regular: vec![None; bodies.len()],
         rule_nt: vec![None; bodies.len()],
         cfg: Cfg {
@@ -78,6 +77,7 @@ pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarEr
         },
         terminal_ids: FxHashMap::default(),
         size: 0,
+        pending_rules: Vec::new(),
     };
     for rule in post_order(&bodies) {
         if !recursive[rule] {
@@ -86,7 +86,10 @@ pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarEr
                 .filter(|r| r.size <= limits.max_inline_size && r.depth <= MAX_INLINE_DEPTH);
         }
     }
-    let start_nt = lowerer.nt_of(grammar.start())?;
+    let start_nt = lowerer.nt_of(grammar.start());
+    while let Some((rule, nt)) = lowerer.pending_rules.pop() {
+        lowerer.add_alternatives(nt, &bodies[rule.index()])?;
+    }
     let start = lowerer.new_nt("<start>");
     lowerer.add_production(start, vec![Sym::N(start_nt)]);
     lowerer.cfg.start = start;
@@ -98,13 +101,15 @@ pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarEr
 struct Lowerer<'a> {
     grammar: &'a Grammar,
     limits: &'a Limits,
-    bodies: &'a [Expr],
     /// Per rule: its regular expression, when the rule is regular and small enough to inline.
     regular: Vec<Option<Regular>>,
     rule_nt: Vec<Option<u32>>,
     cfg: Cfg,
     terminal_ids: FxHashMap<String, u32>,
     size: usize,
+    /// Rules given a nonterminal whose bodies are not lowered yet (a worklist, so that long
+    /// chains of rules never deepen the call stack).
+    pending_rules: Vec<(RuleId, u32)>,
 }
 
 impl Lowerer<'_> {
@@ -128,7 +133,7 @@ impl Lowerer<'_> {
                 let hir = match expr {
                     Expr::Seq(_) => Hir::concat(hirs),
                     _ if hirs.is_empty() => Hir::fail(),
-                    _ => Hir::alternation(hirs),
+                    _ => alternation(hirs),
                 };
                 Some(Regular::new(hir, size, depth + 1))
             }
@@ -148,6 +153,12 @@ impl Lowerer<'_> {
                 Some(Regular::new(hir, size, r.depth + 1))
             }
         }
+    }
+
+    /// The regular expression of `expr` if it is regular and within the inlining budgets.
+    fn inlinable(&self, expr: &Expr) -> Option<Regular> {
+        self.as_regular(expr)
+            .filter(|r| r.size <= self.limits.max_inline_size && r.depth <= MAX_INLINE_DEPTH)
     }
 
     fn new_nt(&mut self, name: &str) -> u32 {
@@ -170,22 +181,21 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// The nonterminal standing for grammar rule `rule`, lowering its body on first use.
-    fn nt_of(&mut self, rule: RuleId) -> Result<u32, GrammarError> {
+    /// The nonterminal standing for grammar rule `rule`; its body is lowered later.
+    fn nt_of(&mut self, rule: RuleId) -> u32 {
         if let Some(nt) = self.rule_nt[rule.index()] {
-            return Ok(nt);
+            return nt;
         }
         let nt = self.new_nt(self.grammar.rule_name(rule));
         self.rule_nt[rule.index()] = Some(nt);
-        let body = &self.bodies[rule.index()];
-        self.add_alternatives(nt, body)?;
-        Ok(nt)
+        self.pending_rules.push((rule, nt));
+        nt
     }
 
     /// Adds `lhs -> alt` for every top-level alternative of `body`.
     fn add_alternatives(&mut self, lhs: u32, body: &Expr) -> Result<(), GrammarError> {
         match body {
-            Expr::Alt(alts) if self.as_regular(body).is_none() => {
+            Expr::Alt(alts) if self.inlinable(body).is_none() => {
                 for alt in alts {
                     self.add_alternatives(lhs, alt)?;
                 }
@@ -207,21 +217,24 @@ impl Lowerer<'_> {
     }
 
     fn lower_into(&mut self, expr: &Expr, seq: &mut SeqBuilder) -> Result<(), GrammarError> {
-        if let Some(r) = self.as_regular(expr) {
-            if r.size <= self.limits.max_inline_size && r.depth <= MAX_INLINE_DEPTH {
-                seq.push_regular(r, self);
-                return Ok(());
-            }
+        if let Some(r) = self.inlinable(expr) {
+            seq.push_regular(r, self);
+            return Ok(());
         }
         match expr {
-            Expr::Regex(_) => unreachable!("a regex is always regular"),
+            Expr::Regex(h) => {
+                return Err(GrammarError::LimitExceeded {
+                    what: "size of one regular expression (HIR nodes)",
+                    limit: self.limits.max_inline_size.min(hir_size(h)),
+                })
+            }
             Expr::Seq(parts) => {
                 for p in parts {
                     self.lower_into(p, seq)?;
                 }
             }
             Expr::Rule(r) => {
-                let nt = self.nt_of(*r)?;
+                let nt = self.nt_of(*r);
                 seq.push_sym(Sym::N(nt), self);
             }
             Expr::Alt(_) => {
@@ -278,7 +291,7 @@ impl Lowerer<'_> {
     fn unit_nt(&mut self, expr: &Expr) -> Result<u32, GrammarError> {
         if let Expr::Rule(r) = expr {
             if self.regular[r.index()].is_none() {
-                return self.nt_of(*r);
+                return Ok(self.nt_of(*r));
             }
         }
         let nt = self.new_nt("<item>");
@@ -526,6 +539,110 @@ fn prune_unproductive(cfg: &mut Cfg, start_name: &str) -> Result<(), GrammarErro
             })
     });
     Ok(())
+}
+
+/// Alternatives from which literal-only ones are merged into a trie: a long list of words (a big
+/// `enum`, say) then costs NFA states in proportion to its distinct prefixes, not its size.
+fn alternation(hirs: Vec<Hir>) -> Hir {
+    use regex_syntax::hir::HirKind;
+    const MIN_LITERALS: usize = 16;
+    let literals = hirs
+        .iter()
+        .filter(|h| matches!(h.kind(), HirKind::Literal(_)))
+        .count();
+    if literals < MIN_LITERALS {
+        return Hir::alternation(hirs);
+    }
+    let mut words = Vec::with_capacity(literals);
+    let mut others = Vec::new();
+    for h in hirs {
+        match h.kind() {
+            HirKind::Literal(lit) => words.push(lit.0.to_vec()),
+            _ => others.push(h),
+        }
+    }
+    words.sort_unstable();
+    words.dedup();
+    others.push(literal_trie(&words));
+    Hir::alternation(others)
+}
+
+/// The trie of sorted, distinct `words` as one expression, built bottom-up without recursion.
+fn literal_trie(words: &[Vec<u8>]) -> Hir {
+    // Each frame is a trie node: its depth and the alternatives collected for it so far; the
+    // frame closes when the next word no longer shares its prefix.
+    struct Frame {
+        depth: usize,
+        alternatives: Vec<Hir>,
+        ends_here: bool,
+    }
+    fn close(frame: Frame, edge: u8) -> Hir {
+        let mut alternatives = frame.alternatives;
+        if frame.ends_here {
+            alternatives.push(Hir::empty());
+        }
+        let rest = if alternatives.len() == 1 {
+            alternatives.pop().unwrap_or_else(Hir::empty)
+        } else {
+            Hir::alternation(alternatives)
+        };
+        Hir::concat(vec![Hir::literal(&[edge][..]), rest])
+    }
+    let mut stack: Vec<Frame> = vec![Frame {
+        depth: 0,
+        alternatives: Vec::new(),
+        ends_here: false,
+    }];
+    let mut path: Vec<u8> = Vec::new();
+    for word in words {
+        let common = word.iter().zip(&path).take_while(|(a, b)| a == b).count();
+        while stack.len() > common + 1 {
+            let frame = stack.pop().unwrap_or(Frame {
+                depth: 0,
+                alternatives: Vec::new(),
+                ends_here: false,
+            });
+            let edge = path[frame.depth - 1];
+            let hir = close(frame, edge);
+            if let Some(parent) = stack.last_mut() {
+                parent.alternatives.push(hir);
+            }
+        }
+        path.truncate(common);
+        for &b in &word[common..] {
+            path.push(b);
+            stack.push(Frame {
+                depth: path.len(),
+                alternatives: Vec::new(),
+                ends_here: false,
+            });
+        }
+        if let Some(top) = stack.last_mut() {
+            top.ends_here = true;
+        }
+    }
+    while stack.len() > 1 {
+        let frame = stack.pop().unwrap_or(Frame {
+            depth: 0,
+            alternatives: Vec::new(),
+            ends_here: false,
+        });
+        let edge = path[frame.depth - 1];
+        let hir = close(frame, edge);
+        if let Some(parent) = stack.last_mut() {
+            parent.alternatives.push(hir);
+        }
+    }
+    let root = stack.pop().unwrap_or(Frame {
+        depth: 0,
+        alternatives: Vec::new(),
+        ends_here: false,
+    });
+    let mut alternatives = root.alternatives;
+    if root.ends_here {
+        alternatives.push(Hir::empty());
+    }
+    Hir::alternation(alternatives)
 }
 
 /// Number of nodes of `hir`, iteratively.

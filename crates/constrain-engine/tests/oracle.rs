@@ -1,0 +1,144 @@
+//! Masks against a brute-force oracle: every token of the vocabulary checked on its own, by
+//! feeding its bytes to an independently compiled copy of the grammar, on random states reached
+//! by walking the grammar with real tokenizers.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use constrain_engine::{CompiledGrammar, Grammar, Limits, Matcher, TokenIndex};
+use constrain_vocab::{TokenKind, Tokenizer, Vocabulary};
+
+/// A small deterministic generator (xorshift64*), enough to pick tokens.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
+    }
+}
+
+fn allowed(mask: &[u32], width: usize) -> Vec<u32> {
+    (0..width as u32)
+        .filter(|&t| mask[(t / 32) as usize] >> (t % 32) & 1 == 1)
+        .collect()
+}
+
+/// Walks `grammar` randomly for `steps` tokens from several seeds, comparing every mask with
+/// the oracle. Returns the number of states checked.
+fn check_against_oracle(
+    name: &str,
+    grammar: &Grammar,
+    vocab: &Arc<Vocabulary>,
+    walks: u64,
+    steps: usize,
+) -> usize {
+    let index = TokenIndex::new(vocab.clone());
+    let compiled =
+        CompiledGrammar::new(grammar, index.clone(), Limits::default()).expect("compiles");
+    let width = vocab.logits_width();
+    let mut checked = 0;
+    for seed in 1..=walks {
+        let oracle_grammar =
+            CompiledGrammar::new(grammar, index.clone(), Limits::default()).expect("compiles");
+        let mut oracle = Matcher::new(oracle_grammar);
+        let mut matcher = Matcher::new(compiled.clone());
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut mask = vec![0u32; compiled.mask_words()];
+        for step in 0..steps {
+            matcher.fill_mask(&mut mask).expect("mask");
+            let got = allowed(&mask, width);
+            let expected: Vec<u32> = (0..width as u32)
+                .filter(|&t| oracle.is_token_allowed(t).expect("in range"))
+                .collect();
+            if got != expected {
+                let extra: Vec<_> = got
+                    .iter()
+                    .filter(|t| !expected.contains(t))
+                    .take(5)
+                    .collect();
+                let missing: Vec<_> = expected
+                    .iter()
+                    .filter(|t| !got.contains(t))
+                    .take(5)
+                    .collect();
+                panic!("{name}, walk {seed}, step {step}: mask allows {extra:?} wrongly and misses {missing:?}");
+            }
+            checked += 1;
+            let text: Vec<u32> = got
+                .iter()
+                .copied()
+                .filter(|t| vocab.kind(*t) != Some(TokenKind::EndOfSequence))
+                .collect();
+            if text.is_empty() {
+                break;
+            }
+            let token = text[rng.below(text.len())];
+            matcher
+                .accept_token(token)
+                .expect("allowed token is accepted");
+            oracle.accept_token(token).expect("oracle agrees");
+        }
+    }
+    checked
+}
+
+fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
+    let mut list = vec![
+        ("json", json_grammar()),
+        ("arithmetic", arithmetic_grammar()),
+        (
+            "email",
+            Grammar::from_regex(r"[a-z0-9._]{1,12}@[a-z]{1,10}\.(com|org|net)").unwrap(),
+        ),
+        (
+            "words",
+            Grammar::from_regex(r"(\p{L}+ ){1,6}\p{L}+[.!?]").unwrap(),
+        ),
+    ];
+    if let Some((special, _, _)) = vocab.iter().find(|(_, _, k)| *k == TokenKind::Special) {
+        list.push(("tool", tool_grammar(special)));
+    }
+    list
+}
+
+#[test]
+fn masks_match_oracle_on_small_vocabulary() {
+    let vocab = word_vocab();
+    for (name, grammar) in grammars(&vocab) {
+        let checked = check_against_oracle(name, &grammar, &vocab, 12, 40);
+        assert!(checked > 12, "{name}: walked only {checked} states");
+    }
+}
+
+#[test]
+fn masks_match_oracle_on_fixture_tokenizer() {
+    let tokenizer =
+        Tokenizer::from_file(constrain_testdata::fixture_tokenizer()).expect("fixture loads");
+    let vocab = tokenizer.vocabulary().clone();
+    for (name, grammar) in grammars(&vocab) {
+        check_against_oracle(name, &grammar, &vocab, 2, 12);
+    }
+}
+
+#[test]
+fn masks_match_oracle_on_shared_tokenizers() {
+    let Some(_) =
+        constrain_testdata::require_shared_or_skip("masks_match_oracle_on_shared_tokenizers")
+    else {
+        return;
+    };
+    for name in constrain_testdata::SHARED_TOKENIZERS {
+        let path = constrain_testdata::shared_tokenizer(name).expect("shared tokenizer present");
+        let tokenizer = Tokenizer::from_file(&path).expect("tokenizer loads");
+        let vocab = tokenizer.vocabulary().clone();
+        for (grammar_name, grammar) in grammars(&vocab) {
+            let checked = check_against_oracle(grammar_name, &grammar, &vocab, 2, 8);
+            eprintln!("{name}/{grammar_name}: {checked} states checked");
+        }
+    }
+}

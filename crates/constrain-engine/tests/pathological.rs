@@ -1,0 +1,199 @@
+//! Hostile grammars finish in bounded time and memory, with a clear error or a correct result.
+
+mod common;
+
+use common::*;
+use constrain_engine::{
+    CompiledGrammar, Expr, Grammar, GrammarBuilder, GrammarError, Limits, MatchError, Matcher,
+    TokenIndex,
+};
+
+fn try_compile(
+    grammar: &Grammar,
+    limits: Limits,
+) -> Result<std::sync::Arc<CompiledGrammar>, GrammarError> {
+    CompiledGrammar::new(grammar, TokenIndex::new(byte_vocab()), limits)
+}
+
+#[test]
+fn deep_expression_nesting_is_an_error() {
+    let mut expr = Expr::literal("x");
+    for _ in 0..5_000 {
+        expr = Expr::Seq(vec![Expr::literal("("), expr, Expr::literal(")")]);
+    }
+    let mut b = GrammarBuilder::new();
+    let root = b.add_rule("root", expr).unwrap();
+    let err = try_compile(&b.build(root).unwrap(), Limits::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            GrammarError::LimitExceeded {
+                what: "expression nesting",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn deep_regex_nesting_is_an_error() {
+    let pattern = format!("{}a{}", "(".repeat(1_000), ")".repeat(1_000));
+    assert!(matches!(
+        Expr::regex(&pattern),
+        Err(GrammarError::Regex { .. })
+    ));
+}
+
+#[test]
+fn long_rule_chains_compile() {
+    // 20,000 rules each wrapping the next: deep, but not nested expressions.
+    let mut b = GrammarBuilder::new();
+    let n = 20_000;
+    let ids: Vec<_> = (0..n).map(|i| b.rule_id(&format!("r{i}"))).collect();
+    for i in 0..n - 1 {
+        let next = Expr::seq(vec![Expr::literal("a"), Expr::rule(ids[i + 1])]);
+        b.define(ids[i], Expr::alt(vec![next, Expr::literal("c")]))
+            .unwrap();
+    }
+    b.define(ids[n - 1], Expr::literal("b")).unwrap();
+    let g = try_compile(&b.build(ids[0]).unwrap(), Limits::default()).unwrap();
+    assert!(accepts(&g, b"aaac"));
+    assert!(accepts(&g, &[b"a".repeat(n - 1), b"b".to_vec()].concat()));
+    assert!(!accepts(&g, b"aaab"));
+    assert!(!accepts(&g, b"b"));
+}
+
+#[test]
+fn exponential_dfa_is_built_lazily_and_bounded() {
+    // The DFA of this regex has 2^21 states; only the visited ones are built.
+    let grammar = Grammar::from_regex("(a|b)*a(a|b){20}").unwrap();
+    let g = try_compile(&grammar, Limits::default()).unwrap();
+    let mut text = Vec::new();
+    let mut x = 0x1234_5678u32;
+    for _ in 0..2_000 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        text.push(if x & 1 == 0 { b'a' } else { b'b' });
+    }
+    text.extend_from_slice(b"a");
+    text.extend(std::iter::repeat_n(b'b', 20));
+    assert!(accepts(&g, &text));
+    let mut mask = vec![0u32; g.mask_words()];
+    let mut m = Matcher::new(g.clone());
+    m.accept_bytes(&text[..500]).unwrap();
+    m.fill_mask(&mut mask).unwrap();
+    assert_eq!(mask[(b'a' / 32) as usize] >> (b'a' % 32) & 1, 1);
+
+    // With a small budget the same input ends in a clean error, never an abort.
+    let small = Limits {
+        max_lexer_states: 64,
+        ..Limits::default()
+    };
+    let g = try_compile(&grammar, small).unwrap();
+    let err = Matcher::new(g).accept_bytes(&text).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MatchError::LimitExceeded {
+                what: "lexer states",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn hundred_thousand_way_alternation() {
+    let words: Vec<Expr> = (0..100_000)
+        .map(|i| Expr::literal(&format!("w{i:05}x")))
+        .collect();
+    let mut b = GrammarBuilder::new();
+    let root = b.add_rule("root", Expr::alt(words)).unwrap();
+    let g = try_compile(&b.build(root).unwrap(), Limits::default()).unwrap();
+    assert!(accepts(&g, b"w00000x"));
+    assert!(accepts(&g, b"w99999x"));
+    assert!(!accepts(&g, b"w100000x"));
+    assert!(!accepts(&g, b"w0000x"));
+}
+
+#[test]
+fn ambiguous_grammar_stays_polynomial() {
+    // S ::= S S | "a" has exponentially many parses; Earley rows stay small.
+    let mut b = GrammarBuilder::new();
+    let s = b.rule_id("s");
+    b.define(
+        s,
+        Expr::alt(vec![
+            Expr::seq(vec![Expr::rule(s), Expr::rule(s)]),
+            Expr::literal("a"),
+        ]),
+    )
+    .unwrap();
+    let g = try_compile(&b.build(s).unwrap(), Limits::default()).unwrap();
+    let text = vec![b'a'; 300];
+    assert!(accepts(&g, &text));
+    assert!(!accepts(&g, b"aab"));
+}
+
+#[test]
+fn cycles_without_a_base_case_match_nothing() {
+    let mut b = GrammarBuilder::new();
+    let a = b.rule_id("a");
+    let c = b.rule_id("c");
+    b.define(a, Expr::rule(c)).unwrap();
+    b.define(c, Expr::seq(vec![Expr::literal("x"), Expr::rule(a)]))
+        .unwrap();
+    let err = try_compile(&b.build(a).unwrap(), Limits::default()).unwrap_err();
+    assert!(matches!(err, GrammarError::EmptyLanguage { .. }), "{err}");
+}
+
+#[test]
+fn unit_cycles_and_hidden_left_recursion() {
+    let mut b = GrammarBuilder::new();
+    let a = b.rule_id("a");
+    let e = b.add_rule("e", Expr::regex("z?").unwrap()).unwrap();
+    b.define(
+        a,
+        Expr::alt(vec![
+            Expr::rule(a),
+            Expr::seq(vec![Expr::rule(e), Expr::rule(a), Expr::literal("x")]),
+            Expr::literal("y"),
+        ]),
+    )
+    .unwrap();
+    let g = try_compile(&b.build(a).unwrap(), Limits::default()).unwrap();
+    for ok in ["y", "yx", "zyx", "zzyxx", "yxxx"] {
+        assert!(accepts(&g, ok.as_bytes()), "{ok}");
+    }
+    assert!(!accepts(&g, b"zy"));
+}
+
+#[test]
+fn row_budget_is_an_error() {
+    let small = Limits {
+        max_rows: 50,
+        ..Limits::default()
+    };
+    let g = try_compile(&arithmetic_grammar(), small).unwrap();
+    let text = "(".repeat(200);
+    let err = Matcher::new(g).accept_bytes(text.as_bytes()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MatchError::LimitExceeded {
+                what: "parser rows",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn look_around_is_rejected_with_its_regex() {
+    let err = try_compile(&Grammar::from_regex(r"a\bb").unwrap(), Limits::default()).unwrap_err();
+    assert!(err.to_string().contains("look-around"), "{err}");
+}
