@@ -321,12 +321,19 @@ struct SeqBuilder {
 }
 
 impl SeqBuilder {
+    /// Appends a regular piece. Unbounded pieces (string bodies, numbers, free text) stay
+    /// lexemes of their own: then every context that uses them shares one terminal, its lexer
+    /// states and their cached lexeme masks, instead of one copy per neighbouring literal.
     fn push_regular(&mut self, r: Regular, lowerer: &mut Lowerer<'_>) {
-        if self.pending_size + r.size > lowerer.limits.max_inline_size {
+        let unbounded = r.hir.properties().maximum_len().is_none();
+        if unbounded || self.pending_size + r.size > lowerer.limits.max_inline_size {
             self.flush(lowerer);
         }
         self.pending_size += r.size;
         self.pending.push(r.hir);
+        if unbounded {
+            self.flush(lowerer);
+        }
     }
 
     fn push_sym(&mut self, sym: Sym, lowerer: &mut Lowerer<'_>) {

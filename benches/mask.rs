@@ -13,9 +13,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 fn json_grammar() -> Grammar {
     let path = constrain_testdata::workspace_root()
-        .join("../shared/data/llama.cpp-grammars/grammars/json.gbnf");
+        .join("grammars/json.gbnf");
     let text = std::fs::read_to_string(&path)
-        .expect("../shared/data/llama.cpp-grammars/grammars/json.gbnf");
+        .expect("grammars/json.gbnf");
     constrain_gbnf::parse(&text).expect("json.gbnf parses")
 }
 
