@@ -1,3 +1,73 @@
-//! Grammar-constrained decoding: compile a JSON Schema, regex or GBNF grammar and sample valid output from any model's logits
+//! Grammar-constrained decoding for any model: output that follows a JSON Schema, a regular
+//! expression or a GBNF grammar, every time.
+//!
+//! The model is yours: anything that turns the tokens so far into one logit per vocabulary id.
+//! Here it is a closure returning random logits, and the output still validates:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use constrain::{Constraint, ConstrainedSampler, SamplerConfig, TokenIndex, TokenKind, Vocabulary};
+//!
+//! // A toy vocabulary; real ones come from `Tokenizer::from_file("tokenizer.json")`.
+//! let pieces = ["{", "}", "\"", "name", "age", ":", ",", " ", "Ada", "Bob", "4", "2", "<eos>"];
+//! let vocab = Vocabulary::from_tokens(pieces.iter().enumerate().map(|(id, p)| {
+//!     let kind = if *p == "<eos>" { TokenKind::EndOfSequence } else { TokenKind::Text };
+//!     (id as u32, p.as_bytes().to_vec(), kind)
+//! }))?;
+//! let index = TokenIndex::new(Arc::new(vocab));
+//!
+//! let schema = serde_json::json!({
+//!     "type": "object",
+//!     "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+//!     "required": ["name", "age"],
+//!     "additionalProperties": false
+//! });
+//! let grammar = Constraint::JsonSchema(schema.clone()).compile(index)?;
+//! let config = SamplerConfig { temperature: 1.5, ..SamplerConfig::default() };
+//! let mut sampler = ConstrainedSampler::new(grammar, config, 7)?;
+//!
+//! // The "model": random logits from a tiny generator.
+//! let mut state = 0x2545_f491_u64;
+//! let mut model = |_tokens: &[u32]| -> Vec<f32> {
+//!     (0..pieces.len())
+//!         .map(|_| {
+//!             state ^= state << 13;
+//!             state ^= state >> 7;
+//!             state ^= state << 17;
+//!             (state % 1000) as f32 / 100.0
+//!         })
+//!         .collect()
+//! };
+//! let output = sampler.generate(&mut model, 200)?;
+//! let text = String::from_utf8(output.bytes)?;
+//! let value: serde_json::Value = serde_json::from_str(&text)?;
+//! assert!(jsonschema::is_valid(&schema, &value), "{text}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Key types
+//!
+//! - [`Constraint`]: what the output must follow; [`Constraint::compile`] binds it to a
+//!   vocabulary ([`TokenIndex`]) as a shareable [`CompiledGrammar`].
+//! - [`ConstrainedSampler`]: a [`Matcher`] plus the sampling [`Funnel`]: give it one step's
+//!   logits, get a token; tell it what was fed; ask it for forced tokens.
+//! - The engine ([`Matcher`], masks, rollback) and the funnel ([`Funnel`], [`SamplerConfig`])
+//!   are re-exported for finer control.
 
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod constraint;
+mod sampler;
+
+pub use constraint::{Constraint, Error};
+pub use sampler::{ConstrainedSampler, Generation, StopReason};
+
+pub use constrain_engine::{
+    fill_masks, CompiledGrammar, Expr, Grammar, GrammarBuilder, GrammarError, Limits, MatchError,
+    Matcher, TokenIndex,
+};
+pub use constrain_gbnf::GbnfError;
+pub use constrain_jsonschema::{Options as SchemaOptions, SchemaError};
+pub use constrain_sampling::{Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar};
+pub use constrain_vocab::{TokenKind, Tokenizer, VocabError, Vocabulary};

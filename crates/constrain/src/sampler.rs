@@ -1,0 +1,163 @@
+//! [`ConstrainedSampler`]: a matcher and the sampling funnel, stepping together.
+
+use std::sync::Arc;
+
+use constrain_engine::{CompiledGrammar, Matcher};
+use constrain_sampling::{Funnel, History, SamplerConfig, Xoshiro256StarStar};
+use constrain_vocab::TokenKind;
+
+use crate::constraint::Error;
+
+/// Samples tokens that keep the output in the grammar's language.
+///
+/// Per step: [`sample`](Self::sample) the model's logits (the mask is applied first, then the
+/// funnel), feed the token to the model, [`accept`](Self::accept) it here. Tokens the grammar
+/// forces can be appended without sampling ([`forced_tokens`](Self::forced_tokens)).
+#[derive(Clone, Debug)]
+pub struct ConstrainedSampler {
+    matcher: Matcher,
+    funnel: Funnel,
+    history: History,
+    rng: Xoshiro256StarStar,
+    mask: Vec<u32>,
+    scratch: Vec<f32>,
+}
+
+/// Why [`ConstrainedSampler::generate`] stopped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The output is complete and nothing else could follow, or an end token was drawn.
+    Complete,
+    /// The token budget ran out before the output was complete.
+    MaxTokens,
+}
+
+/// The result of [`ConstrainedSampler::generate`].
+#[derive(Clone, Debug)]
+pub struct Generation {
+    /// The generated token ids (sampled and forced, end token excluded).
+    pub tokens: Vec<u32>,
+    /// Their bytes, concatenated.
+    pub bytes: Vec<u8>,
+    /// Tokens appended without sampling because the grammar forced them.
+    pub forced: usize,
+    /// Why generation stopped.
+    pub stop: StopReason,
+}
+
+impl ConstrainedSampler {
+    /// A sampler at the start of `grammar`, drawing with a generator seeded by `seed`.
+    pub fn new(
+        grammar: Arc<CompiledGrammar>,
+        config: SamplerConfig,
+        seed: u64,
+    ) -> Result<Self, Error> {
+        let words = grammar.mask_words();
+        Ok(ConstrainedSampler {
+            matcher: Matcher::new(grammar),
+            funnel: Funnel::new(config)?,
+            history: History::new(),
+            rng: Xoshiro256StarStar::seed_from_u64(seed),
+            mask: vec![0; words],
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Lets the penalties see the prompt (when the penalty window includes it).
+    pub fn with_prompt(mut self, prompt: &[u32]) -> Self {
+        self.history = History::from_prompt(prompt);
+        self
+    }
+
+    /// The matcher (for masks, rollback, state queries).
+    pub fn matcher(&self) -> &Matcher {
+        &self.matcher
+    }
+
+    /// Draws the next token from one step's `logits` (one per id; at least as wide as the
+    /// vocabulary's logits width is not required: ids beyond the slice are never drawn). The
+    /// token is not accepted yet: call [`accept`](Self::accept) once the model has it.
+    pub fn sample(&mut self, logits: &[f32]) -> Result<u32, Error> {
+        self.matcher.fill_mask(&mut self.mask)?;
+        self.scratch.clear();
+        self.scratch.extend_from_slice(logits);
+        Ok(self.funnel.sample(
+            &mut self.scratch,
+            Some(&self.mask),
+            &self.history,
+            &mut self.rng,
+        )?)
+    }
+
+    /// Records that `token` was fed to the model (sampled or forced).
+    pub fn accept(&mut self, token: u32) -> Result<(), Error> {
+        self.matcher.accept_token(token)?;
+        self.history.push(token);
+        Ok(())
+    }
+
+    /// Tokens the grammar forces next, to feed without sampling (and then [`accept`](Self::accept)).
+    pub fn forced_tokens(&mut self) -> Result<Vec<u32>, Error> {
+        Ok(self.matcher.forced_tokens()?)
+    }
+
+    /// Whether the output so far is complete (an end token is allowed).
+    pub fn is_accepting(&self) -> bool {
+        self.matcher.is_accepting()
+    }
+
+    /// Whether nothing but the end can follow.
+    pub fn is_finished(&self) -> bool {
+        self.matcher.is_finished()
+    }
+
+    /// Runs a whole generation with `model` (tokens so far -> logits), up to `max_tokens`.
+    pub fn generate(
+        &mut self,
+        model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
+        max_tokens: usize,
+    ) -> Result<Generation, Error> {
+        let vocab = self.matcher.grammar().vocabulary().clone();
+        let mut tokens = Vec::new();
+        let mut forced_count = 0;
+        let mut stop = StopReason::MaxTokens;
+        while tokens.len() < max_tokens {
+            if self.matcher.is_finished() {
+                stop = StopReason::Complete;
+                break;
+            }
+            let forced = self.forced_tokens()?;
+            if !forced.is_empty() {
+                for token in forced.into_iter().take(max_tokens - tokens.len()) {
+                    self.accept(token)?;
+                    tokens.push(token);
+                    forced_count += 1;
+                }
+                continue;
+            }
+            let logits = model(&tokens);
+            let token = self.sample(&logits)?;
+            self.accept(token)?;
+            if vocab.kind(token) == Some(TokenKind::EndOfSequence) {
+                stop = StopReason::Complete;
+                break;
+            }
+            tokens.push(token);
+        }
+        if stop == StopReason::MaxTokens && self.matcher.is_finished() {
+            stop = StopReason::Complete;
+        }
+        let bytes = tokens
+            .iter()
+            .filter_map(|&t| vocab.token_bytes(t))
+            .flatten()
+            .copied()
+            .collect();
+        Ok(Generation {
+            tokens,
+            bytes,
+            forced: forced_count,
+            stop,
+        })
+    }
+}
