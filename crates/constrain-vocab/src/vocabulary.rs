@@ -36,6 +36,18 @@ pub enum VocabError {
         /// The vocabulary's size.
         len: usize,
     },
+    /// An id too large to be a real token id (see [`MAX_TOKEN_ID`]).
+    #[error("token id {id} is larger than the largest supported id {MAX_TOKEN_ID}")]
+    IdTooLarge {
+        /// The id.
+        id: u32,
+    },
+    /// A tokenizer could not encode a text.
+    #[error("cannot encode text: {message}")]
+    Encode {
+        /// What went wrong.
+        message: String,
+    },
     /// A tokenizer file could not be read or understood.
     #[error("{path}: {message}")]
     Load {
@@ -45,6 +57,10 @@ pub enum VocabError {
         message: String,
     },
 }
+
+/// The largest token id a [`Vocabulary`] accepts. Real vocabularies stay below a few
+/// million ids; the bound keeps a corrupt id from allocating gigabytes.
+pub const MAX_TOKEN_ID: u32 = (1 << 24) - 1;
 
 /// Every token id's bytes and kind, and the width of the model's logits.
 ///
@@ -60,12 +76,17 @@ pub struct Vocabulary {
 
 impl Vocabulary {
     /// Builds a vocabulary from `(id, bytes, kind)` triples (the form llama.cpp models give).
+    ///
+    /// Ids may come in any order and leave gaps; [`Vocabulary::len`] is the largest id plus one.
     pub fn from_tokens<I>(tokens: I) -> Result<Vocabulary, VocabError>
     where
         I: IntoIterator<Item = (u32, Vec<u8>, TokenKind)>,
     {
         let mut vocab = Vocabulary::default();
         for (id, bytes, kind) in tokens {
+            if id > MAX_TOKEN_ID {
+                return Err(VocabError::IdTooLarge { id });
+            }
             let i = id as usize;
             if i >= vocab.bytes.len() {
                 vocab.bytes.resize(i + 1, None);
@@ -88,7 +109,10 @@ impl Vocabulary {
     /// The same vocabulary for a model whose logits are `width` wide (`width >= len`).
     pub fn with_logits_width(mut self, width: usize) -> Result<Vocabulary, VocabError> {
         if width < self.bytes.len() {
-            return Err(VocabError::WidthTooSmall { width, len: self.bytes.len() });
+            return Err(VocabError::WidthTooSmall {
+                width,
+                len: self.bytes.len(),
+            });
         }
         self.logits_width = width;
         Ok(self)
@@ -129,7 +153,10 @@ impl Vocabulary {
     pub fn set_eos_tokens(&mut self, ids: &[u32]) -> Result<(), VocabError> {
         for &id in ids {
             if self.token_bytes(id).is_none() {
-                return Err(VocabError::UnknownId { id, len: self.len() });
+                return Err(VocabError::UnknownId {
+                    id,
+                    len: self.len(),
+                });
             }
         }
         for &id in &self.eos {
