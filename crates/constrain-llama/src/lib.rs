@@ -1,3 +1,27 @@
-//! llama.cpp backend: guaranteed-valid generation with a GGUF model
+//! llama.cpp backend: guaranteed-valid generation with a GGUF model.
+//!
+//! - [`Model`] loads a GGUF file and reads its [`Vocabulary`](constrain_vocab::Vocabulary)
+//!   from the model itself, so masks line up with the model's logits.
+//! - [`Session`] is a context; [`Session::generate`] runs the decode loop with an optional
+//!   grammar [`Matcher`](constrain_engine::Matcher) in lockstep.
+//! - [`model_store`] knows where the default model is cached and how to fetch it.
 
 #![deny(missing_docs)]
+
+mod error;
+mod generate;
+mod llama_reference;
+mod model;
+pub mod model_store;
+mod sampler;
+mod session;
+mod stats;
+mod vocabulary;
+
+pub use error::LlamaError;
+pub use generate::{Generation, Request, Sink};
+pub use llama_reference::llama_json_schema_to_gbnf;
+pub use model::{LoadOptions, Model};
+pub use session::{Session, SessionOptions};
+pub use stats::{Stats, StopReason};
+pub use vocabulary::vocabulary_from_model;

@@ -1,13 +1,114 @@
-//! PLACEHOLDER: replaced by the module's owner.
+//! `constrain [--schema FILE | --regex RE | --grammar FILE | --json] PROMPT`: generation with a
+//! real model whose output follows the constraint; without one, unconstrained text (baseline).
 
+mod constraint;
+#[cfg(feature = "llama")]
+mod run;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Arguments.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+/// Shown after `--help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  constrain fetch-model                              download the default model (once, 253 MB)
+  constrain --schema schemas/person.json 'Alice, 31, alice@example.com. As JSON: '
+  constrain --json --chat 'Three primary colors as a JSON array'
+  constrain --regex '[0-9]{3}-[0-9]{4}' 'Call me at '
+  constrain --grammar grammars/arithmetic.gbnf 'An arithmetic expression: '
+  echo 'Once upon a time' | constrain --max-tokens 40 -     (unconstrained; prompt from stdin)
+  constrain --schema schemas/tool_call.json --temperature 1 --seed 7 --stats 'Weather in Oslo?'
 
-/// Runs the command.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not built yet")
+Only the generated text goes to stdout; messages and the --stats line go to stderr.
+Exit status: 0 = the output is complete (and valid, with a constraint); 1 = the output was cut
+off by --max-tokens or the context size; 2 = error (bad schema or grammar, missing model, ...).";
+
+/// Arguments of generation (the command without a subcommand).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The prompt; `-` reads it from stdin.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// Constrain the output to JSON that validates against this JSON Schema file.
+    #[arg(long, value_name = "FILE", group = "constraint", help_heading = "Constraint")]
+    pub schema: Option<PathBuf>,
+    /// Constrain the output to a full match of this regular expression (Rust regex syntax).
+    #[arg(long, value_name = "RE", group = "constraint", help_heading = "Constraint")]
+    pub regex: Option<String>,
+    /// Constrain the output to this GBNF grammar (llama.cpp's grammar format; start rule `root`).
+    #[arg(long, value_name = "FILE", group = "constraint", help_heading = "Constraint")]
+    pub grammar: Option<PathBuf>,
+    /// Constrain the output to any JSON value.
+    #[arg(long, group = "constraint", help_heading = "Constraint")]
+    pub json: bool,
+
+    /// GGUF model file [default: the cached model from `constrain fetch-model`].
+    #[arg(long, value_name = "PATH", help_heading = "Model")]
+    pub model: Option<PathBuf>,
+    /// Wrap the prompt in the model's chat template (one user turn, then the model's turn).
+    #[arg(long, help_heading = "Model")]
+    pub chat: bool,
+    /// Most tokens to generate (sampled and forced); reaching it leaves the output incomplete.
+    #[arg(long, value_name = "N", default_value_t = 256, help_heading = "Model")]
+    pub max_tokens: usize,
+    /// Threads for evaluation [default: all cores].
+    #[arg(long, value_name = "N", help_heading = "Model")]
+    pub threads: Option<u32>,
+    /// Context size in tokens (prompt plus output).
+    #[arg(long, value_name = "N", default_value_t = 4096, help_heading = "Model")]
+    pub ctx_size: u32,
+
+    /// Softmax temperature; 0 always picks the most likely allowed token.
+    #[arg(long, value_name = "T", default_value_t = 0.8, help_heading = "Sampling")]
+    pub temperature: f32,
+    /// Keep only the K most likely tokens (0 = off).
+    #[arg(long, value_name = "K", default_value_t = 40, help_heading = "Sampling")]
+    pub top_k: usize,
+    /// Nucleus sampling: keep the most likely tokens up to this probability mass (1 = off).
+    #[arg(long, value_name = "P", default_value_t = 0.95, help_heading = "Sampling")]
+    pub top_p: f32,
+    /// Drop tokens less likely than P times the most likely one (0 = off).
+    #[arg(long, value_name = "P", default_value_t = 0.05, help_heading = "Sampling")]
+    pub min_p: f32,
+    /// Locally typical sampling mass (1 = off).
+    #[arg(long, value_name = "P", default_value_t = 1.0, help_heading = "Sampling")]
+    pub typical_p: f32,
+    /// Penalize recently generated tokens by this factor (1 = off).
+    #[arg(long, value_name = "F", default_value_t = 1.0, help_heading = "Sampling")]
+    pub repeat_penalty: f32,
+    /// Subtract F times a recent token's count from its logit (0 = off).
+    #[arg(long, value_name = "F", default_value_t = 0.0, help_heading = "Sampling")]
+    pub frequency_penalty: f32,
+    /// Subtract F from the logit of every recently generated token (0 = off).
+    #[arg(long, value_name = "F", default_value_t = 0.0, help_heading = "Sampling")]
+    pub presence_penalty: f32,
+    /// Seed of the random draw [default: random].
+    #[arg(long, value_name = "N", help_heading = "Sampling")]
+    pub seed: Option<u64>,
+
+    /// End stderr with one JSON line of statistics (tokens, speed, mask times, stop reason).
+    #[arg(long, help_heading = "Output")]
+    pub stats: bool,
+    /// Show llama.cpp's log and details on stderr.
+    #[arg(long, short, help_heading = "Output")]
+    pub verbose: bool,
 }
-pub const EXAMPLES: &str = "";
+
+/// Runs generation.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // The constraint is checked before the model is loaded: a bad schema fails fast.
+    let constraint = constraint::from_args(&args)?;
+    #[cfg(feature = "llama")]
+    {
+        run::generate(args, constraint)
+    }
+    #[cfg(not(feature = "llama"))]
+    {
+        let _ = constraint;
+        anyhow::bail!(
+            "this build of constrain has no llama.cpp backend; rebuild with the `llama` feature \
+             (on by default) to generate"
+        )
+    }
+}

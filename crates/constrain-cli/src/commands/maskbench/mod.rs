@@ -1,0 +1,271 @@
+//! `constrain bench maskbench`: the MaskBench token-mask benchmark.
+//!
+//! Protocol (the one behind the published reference numbers, so that figures compare):
+//! 1. Schema files in name order, one thread.
+//! 2. Per file, TTFM = time to compile the schema for the tokenizer plus computing the first
+//!    mask (the token index of the vocabulary is built once per run, untimed). A schema that
+//!    does not compile is a `compile_error` and its instances are skipped.
+//! 3. Per instance, `data` is written like Python's `json.dumps` (see [`json_text`]) and
+//!    tokenized without special tokens.
+//! 4. From a clone of the freshly compiled matcher (untimed), each token costs one TBM sample:
+//!    compute the mask, check the token, advance. A token outside its mask rejects the
+//!    instance; otherwise end-of-sequence must be allowed after the last token.
+//! 5. A rejected valid instance is a `validation_error`, an accepted invalid one an
+//!    `invalidation_error`; a schema passes when every instance is classified right.
+//! 6. The summary has counts and TBM/TTFM distributions (nearest-rank percentiles).
+
+pub mod compare;
+mod dataset;
+pub mod json_text;
+pub(crate) mod panics;
+mod report;
+mod runner;
+pub mod sample;
+pub mod soundness;
+mod soundness_check;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use constrain_vocab::Tokenizer;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use report::{Distribution, Summary};
+use runner::Bench;
+
+/// A schema whose time to first mask exceeds this is listed at the end of the run.
+const SLOW_COMPILE: Duration = Duration::from_secs(1);
+
+/// Stack for the benchmark thread: deeply nested schemas must end in an error, not an abort.
+pub(crate) const BENCH_STACK_BYTES: usize = 256 << 20;
+
+/// Arguments of `constrain bench maskbench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Directory of schema files (`*.json`: a `schema` and its `tests`).
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The tokenizer (`tokenizer.json` or `tokenizer.json.gz`).
+    #[arg(long, value_name = "PATH")]
+    tokenizer: PathBuf,
+    /// Writes `PREFIX.json` (summary) and `PREFIX.jsonl` (one line per schema).
+    #[arg(long, value_name = "PREFIX")]
+    out: PathBuf,
+    /// Runs only the first N files (in name order).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// The tokenizer's name in the summary [default: the name of its directory].
+    #[arg(long, value_name = "NAME")]
+    tokenizer_name: Option<String>,
+}
+
+/// Runs the benchmark. Exits with 1 when a schema crashed or accepted an invalid instance.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let tokenizer = Tokenizer::from_file(&args.tokenizer)
+        .with_context(|| format!("loading tokenizer {}", args.tokenizer.display()))?;
+    let mut files = dataset::list_files(&args.data)
+        .with_context(|| format!("listing {}", args.data.display()))?;
+    if let Some(limit) = args.limit {
+        files.truncate(limit);
+    }
+    anyhow::ensure!(
+        !files.is_empty(),
+        "no *.json files in {}",
+        args.data.display()
+    );
+
+    let mut summary = Summary {
+        engine: concat!("constrain ", env!("CARGO_PKG_VERSION")).to_string(),
+        tokenizer: args
+            .tokenizer_name
+            .clone()
+            .unwrap_or_else(|| tokenizer_name(&args.tokenizer)),
+        data: dir_name(&args.data),
+        ..Summary::default()
+    };
+    let jsonl_path = with_suffix(&args.out, ".jsonl");
+    let json_path = with_suffix(&args.out, ".json");
+    let mut jsonl = BufWriter::new(
+        File::create(&jsonl_path).with_context(|| format!("creating {}", jsonl_path.display()))?,
+    );
+
+    let progress = progress_bar(files.len());
+    let mut ttfm_ns = Vec::with_capacity(files.len());
+    let mut tbm_ns = Vec::new();
+    let mut slow = Vec::new();
+    // One thread measures; it is a separate thread only to get a large stack.
+    let measured = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("maskbench".into())
+            .stack_size(BENCH_STACK_BYTES)
+            .spawn_scoped(scope, || -> anyhow::Result<Duration> {
+                let bench = Bench::new(tokenizer)?;
+                let started = Instant::now();
+                for path in &files {
+                    let id = dataset::file_id(path);
+                    progress.set_message(id.clone());
+                    let run = match dataset::load(path) {
+                        Ok(file) => bench.run(&file),
+                        Err(message) => runner::SchemaRun::load_error(&id, message),
+                    };
+                    if let Some(ns) = run.ttfm_ns {
+                        ttfm_ns.push(ns);
+                        if Duration::from_nanos(ns) > SLOW_COMPILE {
+                            let secs = ns as f64 / 1e9;
+                            progress
+                                .suspend(|| eprintln!("slow: {id}: first mask after {secs:.2} s"));
+                            slow.push((id.clone(), ns));
+                        }
+                    }
+                    tbm_ns.extend_from_slice(&run.tbm_ns);
+                    summary.count(&run.record);
+                    serde_json::to_writer(&mut jsonl, &run.record)?;
+                    jsonl.write_all(b"\n")?;
+                    progress.set_prefix(format!("{} pass", summary.passing));
+                    progress.inc(1);
+                }
+                Ok(started.elapsed())
+            })
+            .map(|handle| handle.join())
+    });
+    progress.finish_and_clear();
+    let wall = match measured.context("starting the benchmark thread")? {
+        Ok(result) => result?,
+        Err(_) => anyhow::bail!("the benchmark thread panicked outside a schema"),
+    };
+    jsonl.flush()?;
+
+    summary.wall_s = wall.as_secs_f64();
+    summary.ttfm_us = Distribution::from_nanos(&mut ttfm_ns);
+    summary.tbm_us = Distribution::from_nanos(&mut tbm_ns);
+    let text = serde_json::to_string_pretty(&summary)?;
+    std::fs::write(&json_path, text + "\n")
+        .with_context(|| format!("writing {}", json_path.display()))?;
+
+    print_summary(&summary);
+    for (id, ns) in &slow {
+        println!(
+            "slow compile: {id} ({:.2} s to first mask)",
+            *ns as f64 / 1e9
+        );
+    }
+    println!("wrote {} and {}", json_path.display(), jsonl_path.display());
+    let unsound = summary.invalidation_error + summary.crash;
+    Ok(if unsound == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn progress_bar(len: usize) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:30}] {pos}/{len} ({prefix}, eta {eta}) {wide_msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+fn print_summary(summary: &Summary) {
+    println!(
+        "{} on {} ({}):",
+        summary.engine, summary.data, summary.tokenizer
+    );
+    for (label, value) in summary.count_rows() {
+        if value != 0.0 || matches!(label, "schemas" | "passing" | "tokens") {
+            println!("  {label:<24}{value:>14}");
+        }
+    }
+    println!("  {:<10}{:>14}{:>14}", "us", "TBM", "TTFM");
+    for ((label, tbm), (_, ttfm)) in summary
+        .tbm_us
+        .rows()
+        .into_iter()
+        .zip(summary.ttfm_us.rows())
+    {
+        println!("  {label:<10}{tbm:>14.3}{ttfm:>14.3}");
+    }
+}
+
+/// `prefix` with `suffix` appended to its file name (`out/run.1` -> `out/run.1.jsonl`).
+fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
+    let mut name = OsString::from(prefix.as_os_str());
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// `tokenizers/llama3_1/tokenizer.json` -> `llama3_1`.
+fn tokenizer_name(path: &Path) -> String {
+    let is_generic = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("tokenizer.json"));
+    let named = if is_generic {
+        path.parent().unwrap_or(path)
+    } else {
+        path
+    };
+    dir_name(named)
+}
+
+fn dir_name(path: &Path) -> String {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report::Status;
+    use super::*;
+
+    #[test]
+    fn output_names_append_to_the_prefix() {
+        assert_eq!(
+            with_suffix(Path::new("out/run.1"), ".jsonl"),
+            PathBuf::from("out/run.1.jsonl")
+        );
+    }
+
+    #[test]
+    fn tokenizer_names_come_from_their_directory() {
+        assert_eq!(
+            tokenizer_name(Path::new("/x/llama3_1/tokenizer.json")),
+            "llama3_1"
+        );
+        assert_eq!(
+            tokenizer_name(Path::new("/x/qwen3/tokenizer.json.gz")),
+            "qwen3"
+        );
+        assert_eq!(tokenizer_name(Path::new("/x/mine.json")), "mine.json");
+    }
+
+    #[test]
+    fn statuses_are_the_reference_words() {
+        let words = [
+            Status::Pass,
+            Status::CompileError,
+            Status::ValidationError,
+            Status::InvalidationError,
+        ];
+        let words: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+        assert_eq!(
+            words,
+            [
+                "pass",
+                "compile_error",
+                "validation_error",
+                "invalidation_error"
+            ]
+        );
+    }
+}

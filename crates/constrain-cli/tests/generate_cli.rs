@@ -1,0 +1,132 @@
+//! The generation command's contract: help, errors (never a panic), exit codes, stdin, the
+//! stats line, and stdout holding only the generated text.
+
+#![cfg(feature = "llama")]
+
+mod generate_support;
+
+use generate_support::{constrain, constrain_with_env, generation_args, model_available, Run};
+
+fn assert_clean_error(run: &Run, expected: &[&str]) {
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stdout.is_empty(), "nothing on stdout on error: {run:?}");
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    for text in expected {
+        assert!(run.stderr.contains(text), "stderr lacks {text:?}: {}", run.stderr);
+    }
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("constrain-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn help_shows_the_examples() {
+    let run = constrain(&["--help"], None);
+    assert_eq!(run.code, Some(0));
+    let help = String::from_utf8(run.stdout).unwrap();
+    for text in ["Examples:", "constrain fetch-model", "--schema", "--regex", "--grammar", "--json", "--max-tokens", "Exit status"] {
+        assert!(help.contains(text), "--help lacks {text:?}");
+    }
+}
+
+#[test]
+fn a_missing_default_model_says_how_to_fetch_it() {
+    let empty = scratch_dir("no-model");
+    let run = constrain_with_env(&["--regex", "[a-z]+", "hello"], None, &[("CONSTRAIN_CACHE_DIR", empty.to_str().unwrap())]);
+    assert_clean_error(&run, &["constrain fetch-model", "--model"]);
+    std::fs::remove_dir_all(empty).unwrap();
+}
+
+#[test]
+fn a_missing_model_file_is_named() {
+    let run = constrain(&["--model", "/nonexistent/model.gguf", "hello"], None);
+    assert_clean_error(&run, &["/nonexistent/model.gguf", "does not exist"]);
+}
+
+#[test]
+fn a_bad_schema_is_reported_before_loading_the_model() {
+    let dir = scratch_dir("bad-schema");
+    let cases = [
+        ("not_json.json", "{\"type\": \"object\",", "not valid JSON"),
+        ("bad_type.json", r#"{"type": "object", "properties": {"a": {"type": "strnig"}}}"#, "/properties/a"),
+    ];
+    for (name, text, expected) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        // The missing model would be the next error: the schema must be reported first.
+        let run = constrain(&["--model", "/nonexistent.gguf", "--schema", path.to_str().unwrap(), "x"], None);
+        assert_clean_error(&run, &[name, expected]);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_regexes_and_grammars_are_reported() {
+    let run = constrain(&["--model", "/nonexistent.gguf", "--regex", "(ab", "x"], None);
+    assert_clean_error(&run, &["regex"]);
+    let dir = scratch_dir("bad-gbnf");
+    let path = dir.join("bad.gbnf");
+    std::fs::write(&path, "root ::= \"a\" undefined-rule\n").unwrap();
+    let run = constrain(&["--model", "/nonexistent.gguf", "--grammar", path.to_str().unwrap(), "x"], None);
+    assert_clean_error(&run, &["bad.gbnf", "undefined-rule"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn two_constraints_are_refused() {
+    let run = constrain(&["--json", "--regex", "a", "x"], None);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+}
+
+#[test]
+fn a_prompt_longer_than_the_context_is_an_error() {
+    if !model_available("a_prompt_longer_than_the_context_is_an_error") {
+        return;
+    }
+    let prompt = "the quick brown fox ".repeat(40);
+    let run = constrain(&["--ctx-size", "64", "--threads", "1", &prompt], None);
+    assert_clean_error(&run, &["the prompt is", "--ctx-size"]);
+}
+
+#[test]
+fn the_token_limit_exits_1_and_says_the_output_is_incomplete() {
+    if !model_available("the_token_limit_exits_1_and_says_the_output_is_incomplete") {
+        return;
+    }
+    // Prompt from stdin; unconstrained greedy text goes on past three tokens.
+    let args = generation_args(&[], "-", "3", &["--temperature", "0"]);
+    let run = constrain(&args, Some("Once upon a time, in a small village,\n"));
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.stderr.contains("incomplete"), "{}", run.stderr);
+    let stats = run.stats();
+    assert_eq!(stats["stop_reason"], "max_tokens");
+    assert_eq!(stats["sampled_tokens"], 3);
+    assert!(!run.stdout.is_empty());
+}
+
+#[test]
+fn the_stats_line_ends_stderr_and_stdout_holds_only_the_output() {
+    if !model_available("the_stats_line_ends_stderr_and_stdout_holds_only_the_output") {
+        return;
+    }
+    let args = generation_args(&["--regex", "(yes|no)"], "Is water wet? Answer: ", "8", &["--temperature", "0"]);
+    let run = constrain(&args, None);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let text = run.text();
+    assert!(text == "yes" || text == "no", "stdout: {text:?}");
+    let stats = run.stats();
+    let keys: Vec<&str> = stats.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["sampled_tokens", "forced_tokens", "prompt_tokens", "decode_s", "sampled_tokens_per_s", "mask_us_p50", "mask_us_p99", "stop_reason"]
+    );
+    assert!(stats["prompt_tokens"].as_u64().unwrap() > 3);
+    assert!(stats["mask_us_p50"].as_f64().unwrap() > 0.0);
+    // llama.cpp's log stays off stderr without --verbose: the stats line is all there is.
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+}

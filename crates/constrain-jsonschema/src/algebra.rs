@@ -1,0 +1,700 @@
+//! The set algebra on [`Node`]s: intersection (`allOf`, siblings), complement (`not`,
+//! `if`/`else`), exclusive union (`oneOf`) and emptiness.
+
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+use crate::ctx::{Ctx, Fail, MAX_BRANCHES};
+use crate::error::{SchemaError, WarningKind};
+use crate::ir::{ArraySet, Contains, KeySet, Lit, Node, NumberSet, ObjectSet, StringSet, Typed};
+use crate::number::{compare, number_re, Bound, Decimal, Kind};
+use crate::re::{dfa, Re};
+
+/// The larger of two lower bounds.
+pub(crate) fn max_lo(a: Bound, b: Bound) -> Bound {
+    match compare(&a.value, &b.value) {
+        Ordering::Greater => a,
+        Ordering::Less => b,
+        Ordering::Equal => Bound { value: a.value, exclusive: a.exclusive || b.exclusive },
+    }
+}
+
+/// The smaller of two upper bounds.
+pub(crate) fn min_hi(a: Bound, b: Bound) -> Bound {
+    match compare(&a.value, &b.value) {
+        Ordering::Less => a,
+        Ordering::Greater => b,
+        Ordering::Equal => Bound { value: a.value, exclusive: a.exclusive || b.exclusive },
+    }
+}
+
+fn opt_max_lo(a: &Option<Bound>, b: &Option<Bound>) -> Option<Bound> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(max_lo(x.clone(), y.clone())),
+        (x, y) => x.clone().or_else(|| y.clone()),
+    }
+}
+
+fn opt_min_hi(a: &Option<Bound>, b: &Option<Bound>) -> Option<Bound> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(min_hi(x.clone(), y.clone())),
+        (x, y) => x.clone().or_else(|| y.clone()),
+    }
+}
+
+fn opt_min(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+fn push_unique<T: PartialEq + Clone>(into: &mut Vec<T>, items: &[T]) {
+    for i in items {
+        if !into.contains(i) {
+            into.push(i.clone());
+        }
+    }
+}
+
+/// Emptiness checks look this many definitions deep.
+const EMPTY_DEPTH: usize = 6;
+
+impl Ctx<'_> {
+    pub(crate) fn fail_to_error(&self, f: Fail, pointer: &str) -> SchemaError {
+        match f {
+            Fail::Error(e) => e,
+            Fail::InProgress(d) => SchemaError::Invalid {
+                pointer: crate::ctx::pointer_or_root(&self.defs[d.0].pointer),
+                message: format!(
+                    "the schema refers to itself without progress (a $ref/allOf/not cycle), reached from {}",
+                    crate::ctx::pointer_or_root(pointer)
+                ),
+            },
+        }
+    }
+
+    /// The values in both `a` and `b`.
+    pub(crate) fn meet(&mut self, a: &Node, b: &Node, pointer: &str) -> Result<Node, SchemaError> {
+        self.burn(pointer)?;
+        match (a, b) {
+            (Node::Any, x) | (x, Node::Any) => Ok(x.clone()),
+            (Node::Nothing, _) | (_, Node::Nothing) => Ok(Node::Nothing),
+            _ if a == b => Ok(a.clone()),
+            (Node::Const(values), other) | (other, Node::Const(values)) => {
+                let mut kept = Vec::with_capacity(values.len());
+                for lit in values.iter() {
+                    match self.accepts(other, &lit.value) {
+                        Ok(true) => kept.push(lit.clone()),
+                        Ok(false) => {}
+                        Err(Fail::InProgress(_)) => return Ok(Node::Ref(self.meet_def(a.clone(), b.clone(), pointer)?)),
+                        Err(Fail::Error(e)) => return Err(e),
+                    }
+                }
+                Ok(if kept.is_empty() { Node::Nothing } else { Node::Const(kept.into()) })
+            }
+            (Node::AnyOf(xs), Node::AnyOf(ys)) => {
+                if xs.len() * ys.len() > MAX_BRANCHES {
+                    return Err(SchemaError::TooComplex {
+                        pointer: crate::ctx::pointer_or_root(pointer),
+                        what: format!("alternatives of combined anyOf/oneOf ({} × {})", xs.len(), ys.len()),
+                        limit: MAX_BRANCHES,
+                    });
+                }
+                let mut out = Vec::new();
+                for x in xs.iter() {
+                    for y in ys.iter() {
+                        out.push(self.meet(x, y, pointer)?);
+                    }
+                }
+                Ok(Node::any_of(out))
+            }
+            (Node::AnyOf(xs), other) | (other, Node::AnyOf(xs)) => {
+                let mut out = Vec::with_capacity(xs.len());
+                for x in xs.iter() {
+                    out.push(self.meet(x, other, pointer)?);
+                }
+                Ok(Node::any_of(out))
+            }
+            (Node::Ref(_), _) | (_, Node::Ref(_)) => Ok(Node::Ref(self.meet_def(a.clone(), b.clone(), pointer)?)),
+            (Node::Typed(x), Node::Typed(y)) => self.meet_typed(x, y, pointer),
+        }
+    }
+
+    fn meet_typed(&mut self, x: &Typed, y: &Typed, pointer: &str) -> Result<Node, SchemaError> {
+        let mut t = Typed { null: x.null && y.null, boolean: x.boolean && y.boolean, ..Typed::default() };
+        if let (Some(a), Some(b)) = (&x.number, &y.number) {
+            t.number = meet_numbers(a, b);
+        }
+        if let (Some(a), Some(b)) = (&x.string, &y.string) {
+            t.string = meet_strings(a, b);
+        }
+        if let (Some(a), Some(b)) = (&x.array, &y.array) {
+            t.array = self.meet_arrays(a, b, pointer)?;
+        }
+        if let (Some(a), Some(b)) = (&x.object, &y.object) {
+            t.object = self.meet_objects(a, b, pointer)?;
+        }
+        Ok(Node::typed(t))
+    }
+
+    fn meet_arrays(&mut self, a: &ArraySet, b: &ArraySet, pointer: &str) -> Result<Option<ArraySet>, SchemaError> {
+        let len = a.prefix.len().max(b.prefix.len());
+        let mut prefix = Vec::with_capacity(len);
+        for i in 0..len {
+            prefix.push(self.meet(a.item(i), b.item(i), pointer)?);
+        }
+        let items = self.meet(&a.items, &b.items, pointer)?;
+        let mut contains = a.contains.clone();
+        push_unique(&mut contains, &b.contains);
+        let set = ArraySet {
+            prefix,
+            items,
+            min: a.min.max(b.min),
+            max: opt_min(a.max, b.max),
+            contains,
+            unique: a.unique || b.unique,
+        };
+        Ok(normalize_array(set))
+    }
+
+    fn meet_objects(&mut self, a: &ObjectSet, b: &ObjectSet, pointer: &str) -> Result<Option<ObjectSet>, SchemaError> {
+        let mut props = Vec::with_capacity(a.props.len() + b.props.len());
+        for (k, n) in &a.props {
+            let other = match b.prop(k) {
+                Some(m) => m.clone(),
+                None => self.rule_value(b, k, pointer)?,
+            };
+            props.push((k.clone(), self.meet(n, &other, pointer)?));
+        }
+        for (k, n) in &b.props {
+            if a.prop(k).is_some() {
+                continue;
+            }
+            let other = self.rule_value(a, k, pointer)?;
+            props.push((k.clone(), self.meet(&other, n, pointer)?));
+        }
+        let mut rules = a.rules.clone();
+        push_unique(&mut rules, &b.rules);
+        let mut required = a.required.clone();
+        push_unique(&mut required, &b.required);
+        let mut names = a.names.clone();
+        push_unique(&mut names, &b.names);
+        let set = ObjectSet { props, rules, required, min: a.min.max(b.min), max: opt_min(a.max, b.max), names };
+        self.normalize_object(set, pointer)
+    }
+
+    /// The schema the rules of `set` give to the undeclared key `key`.
+    pub(crate) fn rule_value(&mut self, set: &ObjectSet, key: &str, pointer: &str) -> Result<Node, SchemaError> {
+        let mut node = Node::Any;
+        for rule in &set.rules {
+            if self.key_in(&rule.keys, key)? {
+                node = self.meet(&node, &rule.value, pointer)?;
+            }
+        }
+        Ok(node)
+    }
+
+    pub(crate) fn key_in(&mut self, keys: &KeySet, key: &str) -> Result<bool, SchemaError> {
+        match keys {
+            KeySet::Lang(re) => self.lang_matches(re, key),
+            KeySet::Other { names, langs } => {
+                if names.iter().any(|n| n == key) {
+                    return Ok(false);
+                }
+                for l in langs.iter() {
+                    if self.lang_matches(l, key)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Declares every required key (so emission sees it) and detects impossible sets.
+    pub(crate) fn normalize_object(&mut self, mut set: ObjectSet, pointer: &str) -> Result<Option<ObjectSet>, SchemaError> {
+        for k in set.required.clone() {
+            if set.prop(&k).is_none() {
+                let v = self.rule_value(&set, &k, pointer)?;
+                set.props.push((k, v));
+            }
+        }
+        if set.required.iter().any(|k| set.prop(k) == Some(&Node::Nothing)) {
+            return Ok(None);
+        }
+        if set.max.is_some_and(|m| set.min > m || (set.required.len() as u64) > m) {
+            return Ok(None);
+        }
+        Ok(Some(set))
+    }
+
+    /// Exactly one of `parts` (each intersected with `base`).
+    pub(crate) fn one_of(&mut self, base: &Node, parts: Vec<Node>, pointer: &str) -> Result<Node, SchemaError> {
+        let mut branches = Vec::with_capacity(parts.len());
+        for p in &parts {
+            let b = self.meet(base, p, pointer)?;
+            if !self.is_empty(&b, 0) {
+                branches.push(b);
+            }
+        }
+        if branches.len() <= 1 {
+            return Ok(Node::any_of(branches));
+        }
+        let n = branches.len();
+        let mut overlaps: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut any_overlap = None;
+        for i in 0..n {
+            for j in i + 1..n {
+                let both = self.meet(&branches[i], &branches[j], pointer)?;
+                if !self.is_empty(&both, 0) {
+                    overlaps[i].push(j);
+                    overlaps[j].push(i);
+                    any_overlap.get_or_insert((i, j));
+                }
+            }
+        }
+        let Some((i0, j0)) = any_overlap else {
+            return Ok(Node::any_of(branches));
+        };
+        // Exact: each branch minus the branches it may overlap with.
+        let mut exact = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut x = branches[i].clone();
+            for &j in &overlaps[i] {
+                let not_j = match self.complement(&branches[j], pointer) {
+                    Ok(c) => c,
+                    Err(SchemaError::Unsupported { reason, .. }) => {
+                        return self.one_of_fallback(branches, pointer, i0, j0, &reason);
+                    }
+                    Err(SchemaError::TooComplex { what, .. }) => {
+                        return self.one_of_fallback(branches, pointer, i0, j0, &what);
+                    }
+                    Err(e) => return Err(e),
+                };
+                x = match self.meet(&x, &not_j, pointer) {
+                    Ok(x) => x,
+                    Err(SchemaError::TooComplex { what, .. }) => return self.one_of_fallback(branches, pointer, i0, j0, &what),
+                    Err(e) => return Err(e),
+                };
+            }
+            exact.push(x);
+        }
+        Ok(Node::any_of(exact))
+    }
+
+    fn one_of_fallback(&mut self, branches: Vec<Node>, pointer: &str, i: usize, j: usize, reason: &str) -> Result<Node, SchemaError> {
+        let message = format!("branches {i} and {j} may both match and cannot be separated ({reason})");
+        if self.options.lenient {
+            self.warn(pointer, "oneOf", WarningKind::OneOfAsAnyOf, format!("{message}: compiled as anyOf"));
+            return Ok(Node::any_of(branches));
+        }
+        Err(SchemaError::Unsupported { keyword: "oneOf".into(), pointer: crate::ctx::pointer_or_root(pointer), reason: message })
+    }
+
+    /// Whether `node` provably accepts nothing (`false` when unsure).
+    pub(crate) fn is_empty(&mut self, node: &Node, depth: usize) -> bool {
+        if depth > EMPTY_DEPTH || self.burn("").is_err() {
+            return false;
+        }
+        match node {
+            Node::Nothing => true,
+            Node::Any | Node::Const(_) => false,
+            Node::AnyOf(parts) => parts.iter().all(|p| self.is_empty(p, depth)),
+            Node::Ref(d) => match self.body(*d) {
+                Ok(b) => self.is_empty(&b, depth + 1),
+                Err(_) => false,
+            },
+            Node::Typed(t) => {
+                if t.null || t.boolean {
+                    return false;
+                }
+                if let Some(n) = &t.number {
+                    if !number_set_empty(n) {
+                        return false;
+                    }
+                }
+                if let Some(s) = &t.string {
+                    if !string_set_empty(s) {
+                        return false;
+                    }
+                }
+                if let Some(a) = &t.array {
+                    let empty = (0..a.min.min(a.prefix.len() as u64 + 1) as usize).any(|i| self.is_empty(a.item(i), depth + 1))
+                        || a.contains.iter().any(|c| c.min > 0 && self.is_empty(&c.node, depth + 1));
+                    if !empty {
+                        return false;
+                    }
+                }
+                if let Some(o) = &t.object {
+                    let required: Vec<Node> = o.required.iter().filter_map(|k| o.prop(k).cloned()).collect();
+                    if !required.iter().any(|n| self.is_empty(n, depth + 1)) {
+                        return false;
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// The values not in `node`.
+    pub(crate) fn complement(&mut self, node: &Node, pointer: &str) -> Result<Node, SchemaError> {
+        self.burn(pointer)?;
+        match node {
+            Node::Any => Ok(Node::Nothing),
+            Node::Nothing => Ok(Node::Any),
+            Node::Ref(_) => Ok(Node::Ref(self.not_def(node.clone(), pointer)?)),
+            Node::AnyOf(parts) => {
+                let mut acc = Node::Any;
+                for p in parts.iter() {
+                    let c = self.complement(p, pointer)?;
+                    acc = self.meet(&acc, &c, pointer)?;
+                }
+                Ok(acc)
+            }
+            Node::Const(values) => self.complement_const(values, pointer),
+            Node::Typed(t) => self.complement_typed(t, pointer),
+        }
+    }
+
+    fn unsupported_not(&self, pointer: &str, what: &str) -> SchemaError {
+        SchemaError::Unsupported {
+            keyword: "not".into(),
+            pointer: crate::ctx::pointer_or_root(pointer),
+            reason: format!("the complement of {what} cannot be expressed"),
+        }
+    }
+
+    fn complement_typed(&mut self, t: &Typed, pointer: &str) -> Result<Node, SchemaError> {
+        let mut parts = Vec::new();
+        let mut full = Typed::default();
+        full.null = !t.null;
+        full.boolean = !t.boolean;
+        match &t.number {
+            None => full.number = Some(NumberSet::default()),
+            Some(n) => {
+                for piece in self.complement_number(n, pointer)? {
+                    parts.push(Node::typed(Typed { number: Some(piece), ..Typed::default() }));
+                }
+            }
+        }
+        match &t.string {
+            None => full.string = Some(StringSet::default()),
+            Some(s) => {
+                for piece in self.complement_string(s, pointer)? {
+                    parts.push(Node::typed(Typed { string: Some(piece), ..Typed::default() }));
+                }
+            }
+        }
+        match &t.array {
+            None => full.array = Some(ArraySet::default()),
+            Some(a) => {
+                for piece in self.complement_array(a, pointer)? {
+                    parts.push(Node::typed(Typed { array: Some(piece), ..Typed::default() }));
+                }
+            }
+        }
+        match &t.object {
+            None => full.object = Some(ObjectSet::default()),
+            Some(o) => {
+                for piece in self.complement_object(o, pointer)? {
+                    parts.push(Node::typed(Typed { object: Some(piece), ..Typed::default() }));
+                }
+            }
+        }
+        parts.insert(0, Node::typed(full));
+        Ok(Node::any_of(parts))
+    }
+
+    fn complement_number(&mut self, n: &NumberSet, pointer: &str) -> Result<Vec<NumberSet>, SchemaError> {
+        if !n.multiple_of.is_empty() {
+            return Err(self.unsupported_not(pointer, "multipleOf"));
+        }
+        let mut out = Vec::new();
+        if let Some(b) = &n.lo {
+            out.push(NumberSet { hi: Some(Bound { value: b.value.clone(), exclusive: !b.exclusive }), ..NumberSet::default() });
+        }
+        if let Some(b) = &n.hi {
+            out.push(NumberSet { lo: Some(Bound { value: b.value.clone(), exclusive: !b.exclusive }), ..NumberSet::default() });
+        }
+        if n.integer {
+            out.push(NumberSet { fractional: true, ..NumberSet::default() });
+        }
+        if n.fractional {
+            out.push(NumberSet { integer: true, ..NumberSet::default() });
+        }
+        Ok(out)
+    }
+
+    fn complement_string(&mut self, s: &StringSet, pointer: &str) -> Result<Vec<StringSet>, SchemaError> {
+        let mut out = Vec::new();
+        if s.min_len > 0 {
+            out.push(StringSet { max_len: Some(s.min_len - 1), ..StringSet::default() });
+        }
+        if let Some(m) = s.max_len {
+            out.push(StringSet { min_len: m.saturating_add(1), ..StringSet::default() });
+        }
+        for l in &s.langs {
+            let c = dfa::complement(l).map_err(|e| SchemaError::Unsupported {
+                keyword: "not".into(),
+                pointer: crate::ctx::pointer_or_root(pointer),
+                reason: format!("complement of a pattern: {e}"),
+            })?;
+            out.push(StringSet { langs: vec![Rc::new(c)], ..StringSet::default() });
+        }
+        Ok(out)
+    }
+
+    fn complement_array(&mut self, a: &ArraySet, pointer: &str) -> Result<Vec<ArraySet>, SchemaError> {
+        if a.unique {
+            return Err(self.unsupported_not(pointer, "uniqueItems"));
+        }
+        let mut out = Vec::new();
+        if a.min > 0 {
+            out.push(ArraySet { max: Some(a.min - 1), ..ArraySet::default() });
+        }
+        if let Some(m) = a.max {
+            out.push(ArraySet { min: m.saturating_add(1), ..ArraySet::default() });
+        }
+        for (i, p) in a.prefix.iter().enumerate() {
+            if *p == Node::Any {
+                continue;
+            }
+            let mut prefix = vec![Node::Any; i];
+            prefix.push(self.complement(p, pointer)?);
+            out.push(ArraySet { prefix, min: i as u64 + 1, ..ArraySet::default() });
+        }
+        if a.items != Node::Any {
+            if !a.prefix.is_empty() {
+                return Err(self.unsupported_not(pointer, "items after prefixItems"));
+            }
+            let c = self.complement(&a.items, pointer)?;
+            out.push(ArraySet { contains: vec![Contains { node: c, min: 1, max: None }], ..ArraySet::default() });
+        }
+        for c in &a.contains {
+            if c.min > 0 {
+                out.push(ArraySet { contains: vec![Contains { node: c.node.clone(), min: 0, max: Some(c.min - 1) }], ..ArraySet::default() });
+            }
+            if let Some(m) = c.max {
+                out.push(ArraySet { contains: vec![Contains { node: c.node.clone(), min: m + 1, max: None }], ..ArraySet::default() });
+            }
+        }
+        Ok(out)
+    }
+
+    fn complement_object(&mut self, o: &ObjectSet, pointer: &str) -> Result<Vec<ObjectSet>, SchemaError> {
+        if o.rules.iter().any(|r| r.value != Node::Any) {
+            return Err(self.unsupported_not(pointer, "additionalProperties/patternProperties"));
+        }
+        if !o.names.is_empty() {
+            return Err(self.unsupported_not(pointer, "propertyNames"));
+        }
+        let mut out = Vec::new();
+        for k in &o.required {
+            out.push(ObjectSet { props: vec![(k.clone(), Node::Nothing)], ..ObjectSet::default() });
+        }
+        for (k, n) in &o.props {
+            if *n == Node::Any {
+                continue;
+            }
+            let c = self.complement(n, pointer)?;
+            if c == Node::Nothing {
+                continue;
+            }
+            out.push(ObjectSet { props: vec![(k.clone(), c)], required: vec![k.clone()], ..ObjectSet::default() });
+        }
+        if o.min > 0 {
+            out.push(ObjectSet { max: Some(o.min - 1), ..ObjectSet::default() });
+        }
+        if let Some(m) = o.max {
+            out.push(ObjectSet { min: m.saturating_add(1), ..ObjectSet::default() });
+        }
+        Ok(out)
+    }
+
+    fn complement_const(&mut self, values: &[Lit], pointer: &str) -> Result<Node, SchemaError> {
+        use serde_json::Value;
+        let mut t = Typed::all();
+        let mut parts = Vec::new();
+        let mut numbers = Vec::new();
+        let mut strings = Vec::new();
+        let mut arrays = Vec::new();
+        let mut objects = Vec::new();
+        let (mut t_true, mut t_false) = (true, true);
+        for lit in values {
+            match &lit.value {
+                Value::Null => t.null = false,
+                Value::Bool(true) => t_true = false,
+                Value::Bool(false) => t_false = false,
+                Value::Number(n) => {
+                    if let Some(d) = Decimal::from_json(n) {
+                        numbers.push(d);
+                    }
+                }
+                Value::String(s) => strings.push(s.clone()),
+                Value::Array(_) => arrays.push(lit.value.clone()),
+                Value::Object(_) => objects.push(lit.value.clone()),
+            }
+        }
+        t.boolean = t_true && t_false;
+        if t_true != t_false {
+            parts.push(Node::constant(vec![Value::Bool(t_true)]));
+        }
+        if !numbers.is_empty() {
+            t.number = None;
+            numbers.sort_by(compare);
+            numbers.dedup_by(|a, b| compare(a, b) == Ordering::Equal);
+            let mut lo: Option<Bound> = None;
+            for d in &numbers {
+                parts.push(Node::typed(Typed {
+                    number: Some(NumberSet { lo: lo.clone(), hi: Some(Bound { value: d.clone(), exclusive: true }), ..NumberSet::default() }),
+                    ..Typed::default()
+                }));
+                lo = Some(Bound { value: d.clone(), exclusive: true });
+            }
+            parts.push(Node::typed(Typed { number: Some(NumberSet { lo, ..NumberSet::default() }), ..Typed::default() }));
+        }
+        if !strings.is_empty() {
+            t.string = Some(StringSet { langs: vec![Rc::new(Re::not_in(&strings))], ..StringSet::default() });
+        }
+        let mut node = Node::any_of({
+            let mut v = vec![Node::typed(Typed { array: None, object: None, ..t.clone() })];
+            v.extend(parts);
+            v
+        });
+        // Arrays and objects: the complement of each excluded value, intersected.
+        let mut structured = Node::typed(Typed { array: t.array.clone(), object: t.object.clone(), ..Typed::default() });
+        for v in arrays.iter().chain(&objects) {
+            let c = self.complement_value(v, pointer)?;
+            structured = self.meet(&structured, &c, pointer)?;
+        }
+        node = Node::any_of(vec![node, structured]);
+        Ok(node)
+    }
+
+    /// Every value but `v` (an array or object), restricted to its own type's complement
+    /// plus all values of other types.
+    fn complement_value(&mut self, v: &serde_json::Value, pointer: &str) -> Result<Node, SchemaError> {
+        use serde_json::Value;
+        let mut others = Typed::all();
+        let mut parts = Vec::new();
+        match v {
+            Value::Array(items) => {
+                others.array = None;
+                let n = items.len() as u64;
+                if n > 0 {
+                    parts.push(ArraySet { max: Some(n - 1), ..ArraySet::default() });
+                }
+                parts.push(ArraySet { min: n + 1, ..ArraySet::default() });
+                for (i, item) in items.iter().enumerate() {
+                    let mut prefix = vec![Node::Any; i];
+                    prefix.push(self.complement(&Node::constant(vec![item.clone()]), pointer)?);
+                    parts.push(ArraySet { prefix, min: n, max: Some(n), ..ArraySet::default() });
+                }
+                let mut nodes = vec![Node::typed(others)];
+                nodes.extend(parts.into_iter().map(|a| Node::typed(Typed { array: Some(a), ..Typed::default() })));
+                Ok(Node::any_of(nodes))
+            }
+            Value::Object(map) => {
+                others.object = None;
+                let keys: Vec<String> = map.keys().cloned().collect();
+                let mut sets = Vec::new();
+                for (k, val) in map {
+                    sets.push(ObjectSet { props: vec![(k.clone(), Node::Nothing)], ..ObjectSet::default() });
+                    let c = self.complement(&Node::constant(vec![val.clone()]), pointer)?;
+                    sets.push(ObjectSet { props: vec![(k.clone(), c)], required: vec![k.clone()], ..ObjectSet::default() });
+                }
+                sets.push(ObjectSet { required: keys.clone(), min: keys.len() as u64 + 1, ..ObjectSet::default() });
+                let mut nodes = vec![Node::typed(others)];
+                for s in sets {
+                    if let Some(s) = self.normalize_object(s, pointer)? {
+                        nodes.push(Node::typed(Typed { object: Some(s), ..Typed::default() }));
+                    }
+                }
+                Ok(Node::any_of(nodes))
+            }
+            other => self.complement(&Node::constant(vec![other.clone()]), pointer),
+        }
+    }
+}
+
+fn meet_numbers(a: &NumberSet, b: &NumberSet) -> Option<NumberSet> {
+    let integer = a.integer || b.integer;
+    let fractional = a.fractional || b.fractional;
+    if integer && fractional {
+        return None;
+    }
+    let mut multiple_of = a.multiple_of.clone();
+    push_unique(&mut multiple_of, &b.multiple_of);
+    let set = NumberSet { integer, fractional, lo: opt_max_lo(&a.lo, &b.lo), hi: opt_min_hi(&a.hi, &b.hi), multiple_of };
+    if number_set_empty(&set) {
+        return None;
+    }
+    Some(set)
+}
+
+fn number_set_empty(n: &NumberSet) -> bool {
+    if let (Some(lo), Some(hi)) = (&n.lo, &n.hi) {
+        match compare(&lo.value, &hi.value) {
+            Ordering::Greater => return true,
+            Ordering::Equal if lo.exclusive || hi.exclusive => return true,
+            _ => {}
+        }
+    }
+    if n.integer && (n.lo.is_some() || n.hi.is_some()) {
+        return number_re(n.lo.as_ref(), n.hi.as_ref(), Kind::Integer).is_nothing();
+    }
+    false
+}
+
+fn meet_strings(a: &StringSet, b: &StringSet) -> Option<StringSet> {
+    let mut langs = a.langs.clone();
+    push_unique(&mut langs, &b.langs);
+    let set = StringSet { min_len: a.min_len.max(b.min_len), max_len: opt_min(a.max_len, b.max_len), langs };
+    if set.max_len.is_some_and(|m| set.min_len > m) {
+        return None;
+    }
+    Some(set)
+}
+
+fn string_set_empty(s: &StringSet) -> bool {
+    if s.max_len.is_some_and(|m| s.min_len > m) {
+        return true;
+    }
+    if s.langs.is_empty() {
+        return false;
+    }
+    match crate::strings::string_re(s) {
+        Ok(re) => re.is_nothing() || dfa::is_empty(&re).unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Tightens bounds from the element schemas and detects impossible arrays.
+pub(crate) fn normalize_array(mut set: ArraySet) -> Option<ArraySet> {
+    if let Some(i) = set.prefix.iter().position(|p| *p == Node::Nothing) {
+        set.max = Some(set.max.map_or(i as u64, |m| m.min(i as u64)));
+        set.prefix.truncate(i);
+    }
+    if set.items == Node::Nothing {
+        let n = set.prefix.len() as u64;
+        set.max = Some(set.max.map_or(n, |m| m.min(n)));
+    }
+    if let Some(m) = set.max {
+        if (m as usize) < set.prefix.len() {
+            set.prefix.truncate(m as usize);
+        }
+    }
+    while set.prefix.last().is_some_and(|p| *p == set.items) {
+        set.prefix.pop();
+    }
+    if set.max.is_some_and(|m| set.min > m) {
+        return None;
+    }
+    for c in &set.contains {
+        if c.max.is_some_and(|m| c.min > m) || set.max.is_some_and(|m| c.min > m) || (c.min > 0 && c.node == Node::Nothing) {
+            return None;
+        }
+    }
+    Some(set)
+}

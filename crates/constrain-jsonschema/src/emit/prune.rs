@@ -1,0 +1,90 @@
+//! Removing what can never match before the grammar is built: references to rules with an
+//! empty language, and the alternatives, sequences and repetitions that contain them.
+//!
+//! Emission produces such parts naturally (a property whose schema is `false`, a branch that
+//! an intersection emptied); dropping them keeps every rule of the built grammar productive.
+
+use constrain_engine::{Expr, RuleId};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Whether an expression is the empty language, as built by [`Expr::nothing`].
+pub(crate) fn is_nothing(e: &Expr) -> bool {
+    match e {
+        Expr::Alt(v) => v.is_empty(),
+        Expr::Regex(h) => h.properties().minimum_len().is_none(),
+        _ => false,
+    }
+}
+
+fn productive(e: &Expr, rules: &FxHashSet<RuleId>) -> bool {
+    match e {
+        Expr::Regex(h) => h.properties().minimum_len().is_some(),
+        Expr::Rule(r) => rules.contains(r),
+        Expr::Seq(parts) => parts.iter().all(|p| productive(p, rules)),
+        Expr::Alt(parts) => parts.iter().any(|p| productive(p, rules)),
+        Expr::Repeat { expr, min, .. } => *min == 0 || productive(expr, rules),
+    }
+}
+
+/// The rules that derive at least one string.
+pub(crate) fn productive_rules(bodies: &FxHashMap<RuleId, Expr>) -> FxHashSet<RuleId> {
+    let mut set = FxHashSet::default();
+    loop {
+        let before = set.len();
+        for (r, e) in bodies {
+            if !set.contains(r) && productive(e, &set) {
+                set.insert(*r);
+            }
+        }
+        if set.len() == before {
+            return set;
+        }
+    }
+}
+
+/// `e` without unproductive parts (the empty language if nothing is left).
+pub(crate) fn prune(e: Expr, live: &FxHashSet<RuleId>) -> Expr {
+    match e {
+        Expr::Regex(_) => {
+            if is_nothing(&e) {
+                Expr::nothing()
+            } else {
+                e
+            }
+        }
+        Expr::Rule(r) => {
+            if live.contains(&r) {
+                e
+            } else {
+                Expr::nothing()
+            }
+        }
+        Expr::Seq(parts) => {
+            let mut out = Vec::with_capacity(parts.len());
+            for p in parts {
+                let p = prune(p, live);
+                if is_nothing(&p) {
+                    return Expr::nothing();
+                }
+                if !matches!(&p, Expr::Seq(v) if v.is_empty()) {
+                    out.push(p);
+                }
+            }
+            Expr::seq(out)
+        }
+        Expr::Alt(parts) => {
+            let out: Vec<Expr> = parts.into_iter().map(|p| prune(p, live)).filter(|p| !is_nothing(p)).collect();
+            Expr::alt(out)
+        }
+        Expr::Repeat { expr, min, max } => {
+            let inner = prune(*expr, live);
+            if is_nothing(&inner) {
+                return if min == 0 { Expr::empty() } else { Expr::nothing() };
+            }
+            if max == Some(0) {
+                return Expr::empty();
+            }
+            inner.repeat(min, max)
+        }
+    }
+}

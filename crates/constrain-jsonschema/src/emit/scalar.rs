@@ -1,0 +1,183 @@
+//! Numbers and strings: each one terminal (a regular expression over bytes).
+
+use constrain_engine::Expr;
+use regex_syntax::hir::Hir;
+
+use super::Emitter;
+use crate::error::SchemaError;
+use crate::ir::{NumberSet, StringSet};
+use crate::json_text;
+use crate::document::Draft;
+use crate::number::{number_re, Decimal, Kind};
+use crate::re::dfa::{self, Dfa};
+use crate::re::{CharSet, Re};
+use crate::strings::{string_re, string_re_or_subset};
+
+/// Any JSON number.
+pub(crate) fn any_number() -> Result<Expr, SchemaError> {
+    Ok(Expr::regex(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")?)
+}
+
+/// Any JSON string, quotes included.
+pub(crate) fn any_string() -> Expr {
+    quoted(json_text::encode(&Re::any_string()))
+}
+
+pub(crate) fn quoted(body: Hir) -> Expr {
+    Expr::from_hir(Hir::concat(vec![Hir::literal(*b"\""), body, Hir::literal(*b"\"")]))
+}
+
+/// Largest divisor (after scaling to an integer) `multipleOf` is compiled for.
+const MAX_DIVISOR: u128 = 10_000;
+
+impl Emitter<'_, '_> {
+    pub(crate) fn number(&mut self, n: &NumberSet) -> Result<Expr, SchemaError> {
+        let kind = match (n.integer, self.ctx.doc.draft) {
+            (false, _) => Kind::Number,
+            (true, Draft::Draft4) => Kind::PlainInteger,
+            (true, _) => Kind::Integer,
+        };
+        let mut re = number_re(n.lo.as_ref(), n.hi.as_ref(), kind);
+        if n.fractional {
+            re = self.restrict_number(re, fractional_re(), "type")?;
+        }
+        for m in &n.multiple_of {
+            match multiple_dfa(m) {
+                Some(d) => {
+                    re = self.restrict_number_dfa(re, &d)?;
+                }
+                None => {
+                    self.unsupported("multipleOf", format!("multipleOf {m:?} needs a divisor above {MAX_DIVISOR}"))?;
+                }
+            }
+        }
+        Ok(Expr::from_hir(re.to_hir()))
+    }
+
+    fn restrict_number(&mut self, re: Re, by: Re, keyword: &str) -> Result<Re, SchemaError> {
+        match dfa::intersect_all(&[re.clone(), by]) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.unsupported(keyword, format!("{e}"))?;
+                Ok(re)
+            }
+        }
+    }
+
+    fn restrict_number_dfa(&mut self, re: Re, by: &Dfa) -> Result<Re, SchemaError> {
+        let result = Dfa::from_re(&re).and_then(|d| d.minimize().intersect(by)).and_then(|d| d.to_re());
+        match result {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.unsupported("multipleOf", format!("{e}"))?;
+                Ok(re)
+            }
+        }
+    }
+
+    pub(crate) fn string(&mut self, s: &StringSet) -> Result<Expr, SchemaError> {
+        let re = match string_re_or_subset(s) {
+            Ok((re, _)) => re,
+            Err(e) => {
+                self.unsupported("pattern", format!("string constraints do not combine: {e}"))?;
+                // Lenient: keep the patterns, drop the lengths; then drop the patterns.
+                let loose = StringSet { min_len: 0, max_len: None, langs: s.langs.clone() };
+                match string_re(&loose) {
+                    Ok(re) => re,
+                    Err(_) => Re::any_string(),
+                }
+            }
+        };
+        Ok(quoted(json_text::encode(&re)))
+    }
+}
+
+/// Plain numbers with a non-zero fractional part (and exponent forms are left out).
+fn fractional_re() -> Re {
+    let digit = Re::class(CharSet::from_ranges([(u32::from(b'0'), u32::from(b'9'))]));
+    let nonzero = Re::class(CharSet::from_ranges([(u32::from(b'1'), u32::from(b'9'))]));
+    Re::concat(vec![
+        Re::literal("-").optional(),
+        Re::repeat(digit.clone(), 1, None),
+        Re::literal("."),
+        Re::repeat(digit.clone(), 0, None),
+        nonzero,
+        Re::repeat(digit, 0, None),
+    ])
+}
+
+/// The plain spellings (optional sign, integer part, optional fraction) of multiples of `m`.
+///
+/// With `m = a·10^-s` (a an integer), `x` is a multiple when the digits of `x·10^s` form an
+/// integer divisible by `a`: a remainder automaton over the digits that also counts fraction
+/// digits, beyond `s` of which only zeros may follow.
+pub(crate) fn multiple_dfa(m: &Decimal) -> Option<Dfa> {
+    let s = usize::try_from((-m.scale()).max(0)).ok()?;
+    let a = m.abs().shift(s as i64).to_u128()?;
+    if a == 0 || a > MAX_DIVISOR || s > 30 || (a as usize) * (s + 3) > 20_000 {
+        return None;
+    }
+    let a = a as usize;
+    // Phase 0: integer digits; phase 1: after the point, no digit yet; phase 1+k: k fraction
+    // digits read (k ≤ s); phase s+2: more than s read (only zeros may follow).
+    let phases = s + 3;
+    let idx = |phase: usize, r: usize| 2 + phase * a + r;
+    let n = 2 + phases * a;
+    let mut trans: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); n];
+    let mut accepting = vec![false; n];
+    let zero = u32::from(b'0');
+    for start in [0usize, 1] {
+        for d in 0..10u32 {
+            trans[start].push((zero + d, zero + d, idx(0, d as usize % a) as u32));
+        }
+    }
+    trans[0].insert(0, (u32::from(b'-'), u32::from(b'-'), 1));
+    let pow10 = |k: usize| -> usize { (0..k).fold(1usize, |acc, _| acc * 10 % a) };
+    for phase in 0..phases {
+        for r in 0..a {
+            let st = idx(phase, r);
+            let mut out = Vec::new();
+            if phase == 0 {
+                out.push((u32::from(b'.'), u32::from(b'.'), idx(1, r) as u32));
+            }
+            if phase <= s {
+                let next = if phase == 0 { 0 } else { phase + 1 };
+                for d in 0..10u32 {
+                    out.push((zero + d, zero + d, idx(next, (r * 10 + d as usize) % a) as u32));
+                }
+            } else {
+                out.push((zero, zero, idx(s + 2, r) as u32));
+            }
+            out.sort_unstable();
+            trans[st] = out;
+            let frac_read = match phase {
+                0 => 0,
+                p if p <= s + 1 => p - 1,
+                _ => s,
+            };
+            accepting[st] = phase != 1 && (r * pow10(s - frac_read)) % a == 0;
+        }
+    }
+    Some(Dfa::from_parts(trans, accepting))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multiples_by_digits() {
+        let d = multiple_dfa(&Decimal::parse("3").expect("3")).expect("small");
+        for (s, ok) in [("0", true), ("3", true), ("12", true), ("13", false), ("-27", true), ("3.0", true), ("3.5", false), ("3.", false)] {
+            assert_eq!(d.matches(s), ok, "{s}");
+        }
+        let d = multiple_dfa(&Decimal::parse("0.25").expect("q")).expect("small");
+        for (s, ok) in [("0.25", true), ("0.5", true), ("1", true), ("1.75", true), ("1.7", false), ("0.250", true), ("0.2500001", false)] {
+            assert_eq!(d.matches(s), ok, "{s}");
+        }
+        let d = multiple_dfa(&Decimal::parse("0.01").expect("c")).expect("small");
+        for (s, ok) in [("1.23", true), ("1.234", false), ("1.230", true), ("5", true)] {
+            assert_eq!(d.matches(s), ok, "{s}");
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! The compiler's view of a schema: the set of JSON values it accepts, split by JSON type.
+//!
+//! Keywords are folded into one [`Node`] per schema; `allOf` becomes intersection, `not` a
+//! complement, `oneOf` a union of provably disjoint parts, so that emission only sees unions,
+//! per-type constraints and references to shared definitions.
+
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::number::{Bound, Decimal};
+use crate::re::Re;
+
+/// Index of a shared definition (a `$ref` target, or a combination of definitions).
+pub(crate) type DefId = usize;
+
+/// A set of JSON values.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Node {
+    /// Every value.
+    Any,
+    /// No value.
+    Nothing,
+    /// The values of a shared definition.
+    Ref(DefId),
+    /// Exactly these values (no two equal as JSON).
+    Const(Rc<[Lit]>),
+    /// Values of the listed types, each type with its own constraints.
+    Typed(Rc<Typed>),
+    /// Values in any of the parts.
+    AnyOf(Rc<[Node]>),
+}
+
+impl Node {
+    pub(crate) fn typed(t: Typed) -> Node {
+        if t.is_empty() {
+            Node::Nothing
+        } else {
+            Node::Typed(Rc::new(t))
+        }
+    }
+
+    /// The union of `parts`, flattened and deduplicated.
+    pub(crate) fn any_of(parts: Vec<Node>) -> Node {
+        let mut out: Vec<Node> = Vec::with_capacity(parts.len());
+        for p in parts {
+            match p {
+                Node::Nothing => {}
+                Node::Any => return Node::Any,
+                Node::AnyOf(inner) => {
+                    for q in inner.iter() {
+                        if !out.contains(q) {
+                            out.push(q.clone());
+                        }
+                    }
+                }
+                other => {
+                    if !out.contains(&other) {
+                        out.push(other);
+                    }
+                }
+            }
+        }
+        match out.len() {
+            0 => Node::Nothing,
+            1 => out.pop().unwrap_or(Node::Nothing),
+            _ => Node::AnyOf(out.into()),
+        }
+    }
+
+    pub(crate) fn constant(values: Vec<Value>) -> Node {
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut lits: Vec<Lit> = Vec::with_capacity(values.len());
+        for v in values {
+            let lit = Lit::new(v);
+            if seen.insert(lit.key.clone()) {
+                lits.push(lit);
+            }
+        }
+        if lits.is_empty() {
+            Node::Nothing
+        } else {
+            Node::Const(lits.into())
+        }
+    }
+}
+
+/// A JSON value compared as JSON Schema compares values: numbers by value (`1 == 1.0`),
+/// objects regardless of key order.
+#[derive(Clone, Debug)]
+pub(crate) struct Lit {
+    pub(crate) value: Value,
+    key: String,
+}
+
+impl Lit {
+    pub(crate) fn new(value: Value) -> Lit {
+        let mut key = String::new();
+        canonical(&value, &mut key);
+        Lit { value, key }
+    }
+}
+
+impl PartialEq for Lit {
+    fn eq(&self, other: &Lit) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Lit {}
+
+impl std::hash::Hash for Lit {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
+
+/// A text that is equal for values JSON Schema considers equal.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push('n'),
+        Value::Bool(b) => out.push(if *b { 't' } else { 'f' }),
+        Value::Number(n) => {
+            out.push('#');
+            match Decimal::from_json(n) {
+                Some(d) => out.push_str(&format!("{d:?}")),
+                None => out.push_str(&n.to_string()),
+            }
+        }
+        Value::String(s) => {
+            out.push('"');
+            out.push_str(&serde_json::to_string(s).unwrap_or_default());
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for i in items {
+                canonical(i, out);
+                out.push(',');
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (k, v) in entries {
+                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push(':');
+                canonical(v, out);
+                out.push(',');
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Values of several JSON types; `None` (or `false`) leaves a type out.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct Typed {
+    pub(crate) null: bool,
+    pub(crate) boolean: bool,
+    pub(crate) number: Option<NumberSet>,
+    pub(crate) string: Option<StringSet>,
+    pub(crate) array: Option<ArraySet>,
+    pub(crate) object: Option<ObjectSet>,
+}
+
+impl Typed {
+    /// Every value, as per-type sets without constraints.
+    pub(crate) fn all() -> Typed {
+        Typed {
+            null: true,
+            boolean: true,
+            number: Some(NumberSet::default()),
+            string: Some(StringSet::default()),
+            array: Some(ArraySet::default()),
+            object: Some(ObjectSet::default()),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.null && !self.boolean && self.number.is_none() && self.string.is_none() && self.array.is_none() && self.object.is_none()
+    }
+
+    /// Whether it accepts every value.
+    pub(crate) fn is_all(&self) -> bool {
+        self.null
+            && self.boolean
+            && self.number.as_ref().is_some_and(NumberSet::is_all)
+            && self.string.as_ref().is_some_and(StringSet::is_all)
+            && self.array.as_ref().is_some_and(ArraySet::is_all)
+            && self.object.as_ref().is_some_and(ObjectSet::is_all)
+    }
+}
+
+/// Numbers (or integers) within bounds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct NumberSet {
+    pub(crate) integer: bool,
+    /// Only numbers with a non-zero fractional part (the complement of `integer`).
+    pub(crate) fractional: bool,
+    pub(crate) lo: Option<Bound>,
+    pub(crate) hi: Option<Bound>,
+    /// Positive divisors the value must be a multiple of.
+    pub(crate) multiple_of: Vec<Decimal>,
+}
+
+impl NumberSet {
+    pub(crate) fn is_all(&self) -> bool {
+        !self.integer && !self.fractional && self.lo.is_none() && self.hi.is_none() && self.multiple_of.is_empty()
+    }
+}
+
+/// Strings by length (in code points) and regular languages they must all belong to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct StringSet {
+    pub(crate) min_len: u64,
+    pub(crate) max_len: Option<u64>,
+    /// Full-match languages (patterns already turned into search languages), all required.
+    pub(crate) langs: Vec<Rc<Re>>,
+}
+
+impl StringSet {
+    pub(crate) fn is_all(&self) -> bool {
+        self.min_len == 0 && self.max_len.is_none() && self.langs.is_empty()
+    }
+}
+
+/// Arrays: a schema per leading position, one for the rest, bounds and `contains`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ArraySet {
+    pub(crate) prefix: Vec<Node>,
+    pub(crate) items: Node,
+    pub(crate) min: u64,
+    pub(crate) max: Option<u64>,
+    pub(crate) contains: Vec<Contains>,
+    pub(crate) unique: bool,
+}
+
+impl Default for ArraySet {
+    fn default() -> ArraySet {
+        ArraySet { prefix: Vec::new(), items: Node::Any, min: 0, max: None, contains: Vec::new(), unique: false }
+    }
+}
+
+impl ArraySet {
+    pub(crate) fn is_all(&self) -> bool {
+        self.prefix.iter().all(|p| *p == Node::Any)
+            && self.items == Node::Any
+            && self.min == 0
+            && self.max.is_none()
+            && self.contains.is_empty()
+            && !self.unique
+    }
+
+    /// The schema of the element at `index`.
+    pub(crate) fn item(&self, index: usize) -> &Node {
+        self.prefix.get(index).unwrap_or(&self.items)
+    }
+}
+
+/// Between `min` and `max` elements must belong to `node`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Contains {
+    pub(crate) node: Node,
+    pub(crate) min: u64,
+    pub(crate) max: Option<u64>,
+}
+
+/// Which keys a [`KeyRule`] applies to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum KeySet {
+    /// Keys in the language (a `patternProperties` pattern, as a search language).
+    Lang(Rc<Re>),
+    /// Keys that are none of `names` and in none of `langs` (`additionalProperties`).
+    Other { names: Rc<[String]>, langs: Rc<[Rc<Re>]> },
+}
+
+/// Values of the keys in `keys` (and not declared in the same object set) must be in `value`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct KeyRule {
+    pub(crate) keys: KeySet,
+    pub(crate) value: Node,
+}
+
+/// Objects: declared properties (in schema order), rules for the other keys, requirements.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct ObjectSet {
+    /// Declared properties; their schemas already include every rule that applies to them.
+    pub(crate) props: Vec<(String, Node)>,
+    /// Rules for keys that are not declared.
+    pub(crate) rules: Vec<KeyRule>,
+    pub(crate) required: Vec<String>,
+    pub(crate) min: u64,
+    pub(crate) max: Option<u64>,
+    /// Every key (declared or not) must be in all of these languages.
+    pub(crate) names: Vec<Rc<Re>>,
+}
+
+impl ObjectSet {
+    pub(crate) fn is_all(&self) -> bool {
+        self.props.iter().all(|(_, n)| *n == Node::Any)
+            && self.rules.iter().all(|r| r.value == Node::Any)
+            && self.required.is_empty()
+            && self.min == 0
+            && self.max.is_none()
+            && self.names.is_empty()
+    }
+
+    pub(crate) fn prop(&self, name: &str) -> Option<&Node> {
+        self.props.iter().find(|(k, _)| k == name).map(|(_, n)| n)
+    }
+}

@@ -1,0 +1,277 @@
+//! Spelling decoded strings as JSON string text: every character may appear raw (unless it
+//! must be escaped), as a short escape, or as `\uXXXX` (a surrogate pair outside the basic
+//! plane). Lone surrogates are not produced: they do not decode to a string.
+
+use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
+
+use crate::re::{unicode_class, CharSet, Re};
+
+/// Characters that JSON lets appear as a short escape, with the escape letter.
+const SHORT_ESCAPES: [(char, u8); 8] = [
+    ('"', b'"'),
+    ('\\', b'\\'),
+    ('/', b'/'),
+    ('\u{08}', b'b'),
+    ('\u{0C}', b'f'),
+    ('\n', b'n'),
+    ('\r', b'r'),
+    ('\t', b't'),
+];
+
+/// The JSON text (between the quotes) of the strings of `re`.
+pub(crate) fn encode(re: &Re) -> Hir {
+    match re {
+        Re::Class(set) => encode_class(set),
+        Re::Literal(s) => Hir::concat(s.chars().map(|c| encode_class(&CharSet::single(c))).collect()),
+        Re::Concat(parts) => Hir::concat(parts.iter().map(encode).collect()),
+        Re::Alt(parts) => alternation(parts.iter().map(encode).collect()),
+        Re::Repeat { re, min, max } => {
+            Hir::repetition(Repetition { min: *min, max: *max, greedy: true, sub: Box::new(encode(re)) })
+        }
+        // Assertions are resolved before encoding; an unresolved one would match nothing.
+        Re::Look(_) => Hir::fail(),
+    }
+}
+
+/// The JSON text of the strings of `re`, spelled as `json.dumps(..., ensure_ascii=False)` does:
+/// raw characters, short escapes where they exist, `\u00XX` for other control characters.
+pub(crate) fn encode_canonical(re: &Re) -> Hir {
+    match re {
+        Re::Class(set) => canonical_class(set),
+        Re::Literal(s) => Hir::literal(canonical_text(s).into_bytes()),
+        Re::Concat(parts) => Hir::concat(parts.iter().map(encode_canonical).collect()),
+        Re::Alt(parts) => alternation(parts.iter().map(encode_canonical).collect()),
+        Re::Repeat { re, min, max } => Hir::repetition(Repetition {
+            min: *min,
+            max: *max,
+            greedy: true,
+            sub: Box::new(encode_canonical(re)),
+        }),
+        Re::Look(_) => Hir::fail(),
+    }
+}
+
+/// `text` as `json.dumps(text, ensure_ascii=False)` writes it, without the quotes.
+pub(crate) fn canonical_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0C}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn canonical_class(set: &CharSet) -> Hir {
+    let mut alts = Vec::new();
+    let raw = raw_part(set);
+    if !raw.is_empty() {
+        alts.push(Hir::class(Class::Unicode(unicode_class(&raw))));
+    }
+    let escaped = set.difference(&raw);
+    for &(lo, hi) in escaped.ranges() {
+        for c in lo..=hi {
+            if let Some(c) = char::from_u32(c) {
+                alts.push(Hir::literal(canonical_text(&c.to_string()).into_bytes()));
+            }
+        }
+    }
+    alternation(alts)
+}
+
+/// The characters that may appear unescaped.
+fn raw_part(set: &CharSet) -> CharSet {
+    set.difference(&CharSet::from_ranges([(0, 0x1F), ('"' as u32, '"' as u32), ('\\' as u32, '\\' as u32)]))
+}
+
+fn alternation(mut alts: Vec<Hir>) -> Hir {
+    match alts.len() {
+        0 => Hir::fail(),
+        1 => alts.pop().unwrap_or_else(Hir::fail),
+        _ => Hir::alternation(alts),
+    }
+}
+
+/// Every spelling of one character of `set`.
+pub(crate) fn encode_class(set: &CharSet) -> Hir {
+    let mut alts = Vec::new();
+    let raw = raw_part(set);
+    if !raw.is_empty() {
+        alts.push(Hir::class(Class::Unicode(unicode_class(&raw))));
+    }
+    let shorts: Vec<u8> = SHORT_ESCAPES.iter().filter(|(c, _)| set.contains(*c)).map(|&(_, e)| e).collect();
+    let mut escapes = Vec::new();
+    if !shorts.is_empty() {
+        escapes.push(byte_set(&shorts));
+    }
+    let bmp = set.intersect(&CharSet::from_ranges([(0, 0xFFFF)]));
+    let mut hex = Vec::new();
+    for &(lo, hi) in bmp.ranges() {
+        hex.push(hex_range(lo, hi));
+    }
+    if !hex.is_empty() {
+        escapes.push(Hir::concat(vec![Hir::literal(*b"u"), alternation(hex)]));
+    }
+    let astral = set.intersect(&CharSet::from_ranges([(0x10000, 0x10FFFF)]));
+    let mut pairs = Vec::new();
+    for &(lo, hi) in astral.ranges() {
+        surrogate_pairs(lo, hi, &mut pairs);
+    }
+    if !pairs.is_empty() {
+        escapes.push(alternation(pairs));
+    }
+    if !escapes.is_empty() {
+        alts.push(Hir::concat(vec![Hir::literal(*b"\\"), alternation(escapes)]));
+    }
+    alternation(alts)
+}
+
+fn byte_set(bytes: &[u8]) -> Hir {
+    Hir::class(Class::Bytes(ClassBytes::new(bytes.iter().map(|&b| ClassBytesRange::new(b, b)))))
+}
+
+/// One hexadecimal digit with a value in `lo..=hi`, either case.
+fn hex_digit(lo: u32, hi: u32) -> Hir {
+    let mut ranges = Vec::new();
+    if lo <= 9 {
+        ranges.push(ClassBytesRange::new(b'0' + lo as u8, b'0' + hi.min(9) as u8));
+    }
+    if hi >= 10 {
+        let a = lo.max(10) - 10;
+        let b = hi - 10;
+        ranges.push(ClassBytesRange::new(b'a' + a as u8, b'a' + b as u8));
+        ranges.push(ClassBytesRange::new(b'A' + a as u8, b'A' + b as u8));
+    }
+    Hir::class(Class::Bytes(ClassBytes::new(ranges)))
+}
+
+/// Four hexadecimal digits whose value is in `lo..=hi`.
+fn hex_range(lo: u32, hi: u32) -> Hir {
+    digits_range(&hex4(lo), &hex4(hi))
+}
+
+fn hex4(v: u32) -> [u32; 4] {
+    [(v >> 12) & 15, (v >> 8) & 15, (v >> 4) & 15, v & 15]
+}
+
+/// Fixed-width hexadecimal strings between `lo` and `hi` (digit by digit, same width).
+fn digits_range(lo: &[u32], hi: &[u32]) -> Hir {
+    if lo.is_empty() {
+        return Hir::empty();
+    }
+    let rest = lo.len() - 1;
+    let any_rest = || Hir::repetition(Repetition { min: rest as u32, max: Some(rest as u32), greedy: true, sub: Box::new(hex_digit(0, 15)) });
+    if lo[0] == hi[0] {
+        return Hir::concat(vec![hex_digit(lo[0], lo[0]), digits_range(&lo[1..], &hi[1..])]);
+    }
+    let lo_full = lo[1..].iter().all(|&d| d == 0);
+    let hi_full = hi[1..].iter().all(|&d| d == 15);
+    let mut alts = Vec::new();
+    let mid_lo = if lo_full { lo[0] } else { lo[0] + 1 };
+    let mid_hi = if hi_full { hi[0] } else { hi[0] - 1 };
+    if !lo_full {
+        let top = vec![15; rest];
+        alts.push(Hir::concat(vec![hex_digit(lo[0], lo[0]), digits_range(&lo[1..], &top)]));
+    }
+    if mid_lo <= mid_hi {
+        alts.push(Hir::concat(vec![hex_digit(mid_lo, mid_hi), any_rest()]));
+    }
+    if !hi_full {
+        let bottom = vec![0; rest];
+        alts.push(Hir::concat(vec![hex_digit(hi[0], hi[0]), digits_range(&bottom, &hi[1..])]));
+    }
+    alternation(alts)
+}
+
+/// `u` + high surrogate + `\u` + low surrogate, for the astral characters `lo..=hi`.
+fn surrogate_pairs(lo: u32, hi: u32, out: &mut Vec<Hir>) {
+    let split = |c: u32| (0xD800 + ((c - 0x10000) >> 10), 0xDC00 + ((c - 0x10000) & 0x3FF));
+    let (h1, l1) = split(lo);
+    let (h2, l2) = split(hi);
+    let mut pair = |h_lo: u32, h_hi: u32, l_lo: u32, l_hi: u32| {
+        out.push(Hir::concat(vec![
+            Hir::literal(*b"u"),
+            hex_range(h_lo, h_hi),
+            Hir::literal(*b"\\u"),
+            hex_range(l_lo, l_hi),
+        ]));
+    };
+    if h1 == h2 {
+        pair(h1, h1, l1, l2);
+        return;
+    }
+    let (mut first_full, mut last_full) = (h1, h2);
+    if l1 != 0xDC00 {
+        pair(h1, h1, l1, 0xDFFF);
+        first_full = h1 + 1;
+    }
+    if l2 != 0xDFFF {
+        pair(h2, h2, 0xDC00, l2);
+        last_full = h2 - 1;
+    }
+    if first_full <= last_full {
+        pair(first_full, last_full, 0xDC00, 0xDFFF);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full_match(hir: Hir, text: &str) -> bool {
+        let hir = Hir::concat(vec![
+            Hir::look(regex_syntax::hir::Look::Start),
+            hir,
+            Hir::look(regex_syntax::hir::Look::End),
+        ]);
+        regex_automata::meta::Regex::builder()
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .build_from_hir(&hir)
+            .expect("builds")
+            .is_match(text)
+    }
+
+    #[test]
+    fn every_spelling_of_a_character() {
+        let any = Re::repeat(Re::any_char(), 0, None);
+        for text in [
+            "plain", "\\\"", "\\\\", "\\/", "\\b\\f\\n\\r\\t", "\\u00e9", "\\u00E9", "é", "😀",
+            "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\u0000",
+        ] {
+            assert!(full_match(encode(&any), text), "{text}");
+        }
+        for text in ["\"", "\\", "\\x", "\\ud83d", "\\ude00", "\\u12", "\n", "\u{1f}"] {
+            assert!(!full_match(encode(&any), text), "{text}");
+        }
+    }
+
+    #[test]
+    fn classes_map_to_their_escapes() {
+        let digits = Re::repeat(Re::class(CharSet::from_ranges([(0x30, 0x39)])), 1, None);
+        assert!(full_match(encode(&digits), "12\\u0033"));
+        assert!(!full_match(encode(&digits), "12\\u0041"));
+        let astral = Re::class(CharSet::from_ranges([(0x1F600, 0x1F64F)]));
+        assert!(full_match(encode(&astral), "\\ud83d\\ude4f"));
+        assert!(!full_match(encode(&astral), "\\ud83d\\ude50"));
+        let quote = Re::literal("a\"b");
+        assert!(full_match(encode(&quote), "a\\\"b"));
+        assert!(full_match(encode(&quote), "a\\u0022b"));
+        assert!(!full_match(encode(&quote), "a\"b"));
+    }
+
+    #[test]
+    fn canonical_spelling_is_python_like() {
+        assert_eq!(canonical_text("a\"\n\u{1}é"), "a\\\"\\n\\u0001é");
+        assert!(full_match(encode_canonical(&Re::literal("x/y")), "x/y"));
+        assert!(!full_match(encode_canonical(&Re::literal("x/y")), "x\\/y"));
+    }
+}
+

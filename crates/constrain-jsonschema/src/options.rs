@@ -1,0 +1,121 @@
+//! What the compiled grammar accepts beyond the schema itself: layout, strictness, budgets.
+
+/// How a compiled schema treats whitespace between JSON tokens.
+///
+/// The JSON grammar allows any amount of whitespace between tokens; a model that keeps emitting
+/// newlines never finishes, so the default bounds every run of whitespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Whitespace {
+    /// Any JSON whitespace (space, tab, line feed, carriage return) between tokens, at most
+    /// `max` characters in each gap. Accepts both compact JSON and Python's `json.dumps` style
+    /// (`", "` and `": "`).
+    Bounded {
+        /// Most whitespace characters in one gap between two tokens.
+        max: u32,
+    },
+    /// Any amount of whitespace between tokens: exactly the JSON grammar.
+    Unbounded,
+    /// No whitespace at all (separators as given by [`Options::separators`], or `,` and `:`).
+    Compact,
+    /// Pretty printed like `json.dumps(value, indent=n)`: every member and element on its own
+    /// line, indented by `n` spaces per nesting level; empty objects and arrays are `{}` / `[]`.
+    Indented(u32),
+}
+
+impl Whitespace {
+    /// The default bound of [`Whitespace::Bounded`].
+    pub const DEFAULT_MAX: u32 = 16;
+}
+
+impl Default for Whitespace {
+    fn default() -> Whitespace {
+        Whitespace::Bounded { max: Whitespace::DEFAULT_MAX }
+    }
+}
+
+/// Exact separator text, for layouts that fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Separators {
+    /// Between two members of an object or two elements of an array (e.g. `", "`).
+    pub item: String,
+    /// Between a key and its value (e.g. `": "`).
+    pub key: String,
+}
+
+impl Separators {
+    /// `,` and `:`.
+    pub fn compact() -> Separators {
+        Separators { item: ",".into(), key: ":".into() }
+    }
+
+    /// `", "` and `": "`, the default of Python's `json.dumps`.
+    pub fn python() -> Separators {
+        Separators { item: ", ".into(), key: ": ".into() }
+    }
+}
+
+/// What an object may contain besides the properties its schema declares, when the schema has
+/// no `additionalProperties`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AdditionalProperties {
+    /// As the specification says: any further key, with any JSON value.
+    #[default]
+    Spec,
+    /// Nothing undeclared: a missing `additionalProperties` counts as `false` (what tool-calling
+    /// APIs expect). An explicit `additionalProperties` (or `patternProperties`) is honoured.
+    Strict,
+}
+
+/// In which order an object's declared properties may appear.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PropertyOrder {
+    /// In the order the schema declares them (`properties`), additional properties after.
+    /// This keeps grammars small and lets the engine force keys.
+    #[default]
+    Schema,
+    /// In any order. Each declared property still appears at most once and required ones must
+    /// appear, which the grammar tracks with one state per subset of properties: objects with
+    /// many declared properties are refused (see [`Options::max_any_order_properties`]).
+    Any,
+}
+
+/// Compilation options. [`Options::default`] follows the specification, with bounded whitespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Whitespace between tokens.
+    pub whitespace: Whitespace,
+    /// Fixed separators; `None` uses the whitespace mode's own (`,`/`:` with optional whitespace
+    /// around them, or `,` and `": "` when [`Whitespace::Indented`]).
+    pub separators: Option<Separators>,
+    /// The meaning of a missing `additionalProperties`.
+    pub additional_properties: AdditionalProperties,
+    /// Turn every keyword that cannot be enforced into a [`Warning`](crate::Warning) and drop it,
+    /// instead of failing. The grammar may then accept documents the schema rejects; every such
+    /// place is listed in [`Compiled::warnings`](crate::Compiled::warnings).
+    pub lenient: bool,
+    /// Order of declared properties.
+    pub property_order: PropertyOrder,
+    /// Deepest nesting of arrays/objects inside a value the schema does not describe (`{}`,
+    /// `true`, an absent `items`...); `u32::MAX` (the default) for no limit.
+    pub max_untyped_depth: u32,
+    /// Most declared properties of one object under [`PropertyOrder::Any`].
+    pub max_any_order_properties: u32,
+    /// Enforce `format` (as generators need). The 2020-12 specification makes `format` an
+    /// annotation by default; `false` treats it as one.
+    pub assert_formats: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            whitespace: Whitespace::default(),
+            separators: None,
+            additional_properties: AdditionalProperties::Spec,
+            lenient: false,
+            property_order: PropertyOrder::Schema,
+            max_untyped_depth: u32::MAX,
+            max_any_order_properties: 10,
+            assert_formats: true,
+        }
+    }
+}

@@ -1,0 +1,648 @@
+//! From schema JSON to [`Node`]s: every keyword of one schema object is read, checked and
+//! folded into the set of values it accepts.
+
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use crate::ctx::{pointer_or_root, Ctx, MAX_SCHEMA_DEPTH};
+use crate::document::{Draft, Location};
+use crate::error::{SchemaError, WarningKind};
+use crate::formats;
+use crate::ir::{ArraySet, Contains, KeyRule, KeySet, Node, NumberSet, ObjectSet, StringSet, Typed};
+use crate::number::{Bound, Decimal};
+use crate::re::{ecma, Re};
+use crate::uri::{escape_token, Uri};
+use crate::AdditionalProperties;
+
+/// Keywords that only annotate, or are read elsewhere (`$ref`, `$defs`...).
+const ANNOTATIONS: &[&str] = &[
+    "$schema", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$comment", "$defs", "definitions",
+    "$vocabulary", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+    "contentEncoding", "contentMediaType", "contentSchema", "$ref",
+];
+
+/// Keywords of the validation and applicator vocabularies handled by [`Ctx::parse_object`].
+const KNOWN: &[&str] = &[
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "format", "items", "prefixItems", "additionalItems", "maxItems",
+    "minItems", "uniqueItems", "contains", "maxContains", "minContains", "maxProperties", "minProperties",
+    "required", "properties", "patternProperties", "additionalProperties", "propertyNames", "dependentRequired",
+    "dependentSchemas", "dependencies", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+];
+
+/// The JSON types a `type` keyword allows.
+#[derive(Clone, Copy)]
+struct Types {
+    null: bool,
+    boolean: bool,
+    number: bool,
+    integer: bool,
+    string: bool,
+    array: bool,
+    object: bool,
+}
+
+impl Types {
+    fn all() -> Types {
+        Types { null: true, boolean: true, number: true, integer: true, string: true, array: true, object: true }
+    }
+
+    fn none() -> Types {
+        Types { null: false, boolean: false, number: false, integer: false, string: false, array: false, object: false }
+    }
+}
+
+fn child(pointer: &str, token: &str) -> String {
+    format!("{pointer}/{}", escape_token(token))
+}
+
+impl Ctx<'_> {
+    fn invalid(&self, pointer: &str, message: impl Into<String>) -> SchemaError {
+        SchemaError::Invalid { pointer: pointer_or_root(pointer), message: message.into() }
+    }
+
+    /// The set of values a schema (object or boolean) accepts.
+    pub(crate) fn parse_schema(&mut self, value: &Value, pointer: &str, base: &Uri, depth: usize) -> Result<Node, SchemaError> {
+        match value {
+            Value::Bool(true) => Ok(Node::Any),
+            Value::Bool(false) => Ok(Node::Nothing),
+            Value::Object(map) => {
+                if depth > MAX_SCHEMA_DEPTH {
+                    return Err(SchemaError::TooComplex {
+                        pointer: pointer_or_root(pointer),
+                        what: "schema nesting depth".into(),
+                        limit: MAX_SCHEMA_DEPTH,
+                    });
+                }
+                self.parse_object(map, pointer, base, depth)
+            }
+            _ => Err(self.invalid(pointer, "a schema must be an object or a boolean")),
+        }
+    }
+
+    fn sub(&mut self, map: &Map<String, Value>, key: &str, pointer: &str, base: &Uri, depth: usize) -> Result<Option<Node>, SchemaError> {
+        match map.get(key) {
+            None => Ok(None),
+            Some(v) => self.parse_schema(v, &child(pointer, key), base, depth + 1).map(Some),
+        }
+    }
+
+    fn sub_array(&mut self, map: &Map<String, Value>, key: &str, pointer: &str, base: &Uri, depth: usize) -> Result<Option<Vec<Node>>, SchemaError> {
+        let Some(v) = map.get(key) else { return Ok(None) };
+        let ptr = child(pointer, key);
+        let Value::Array(items) = v else {
+            return Err(self.invalid(&ptr, format!("'{key}' must be an array of schemas")));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            out.push(self.parse_schema(item, &format!("{ptr}/{i}"), base, depth + 1)?);
+        }
+        Ok(Some(out))
+    }
+
+    fn parse_object(&mut self, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize) -> Result<Node, SchemaError> {
+        let draft = self.doc.draft;
+        let mut base = base.clone();
+        if let Some(id) = map.get(draft.id_keyword()).and_then(Value::as_str) {
+            if !id.starts_with('#') && !(draft <= Draft::Draft7 && map.contains_key("$ref")) {
+                base = base.resolve(id).without_fragment();
+            }
+        }
+        let base = &base;
+        let mut node = Node::Any;
+        if let Some(r) = map.get("$ref") {
+            let ref_ptr = child(pointer, "$ref");
+            let Some(r) = r.as_str() else {
+                return Err(self.invalid(&ref_ptr, "'$ref' must be a string"));
+            };
+            let target = self.doc.resolve(base, r).map_err(|reason| SchemaError::UnresolvedRef {
+                reference: r.to_string(),
+                pointer: pointer_or_root(&ref_ptr),
+                reason,
+            })?;
+            let target_base = self.doc.base_at(&target);
+            let def = self.schema_def(Location { pointer: target, base: target_base })?;
+            if draft <= Draft::Draft7 {
+                return Ok(Node::Ref(def));
+            }
+            node = Node::Ref(def);
+        }
+        for key in map.keys() {
+            let k = key.as_str();
+            if ANNOTATIONS.contains(&k) || KNOWN.contains(&k) || (k == "id" && draft == Draft::Draft4) {
+                continue;
+            }
+            self.warn(&child(pointer, k), k, WarningKind::UnknownKeyword, "not a JSON Schema keyword: ignored");
+        }
+        for kw in ["$dynamicRef", "$recursiveRef"] {
+            if map.contains_key(kw) {
+                self.unsupported(&child(pointer, kw), kw, "dynamic references are not supported")?;
+            }
+        }
+
+        let types = self.types(map, pointer)?;
+        let typed = self.typed(map, types, pointer, base, depth)?;
+        node = self.meet(&node, &typed, pointer)?;
+
+        if let Some(v) = map.get("const") {
+            node = self.meet(&node, &Node::constant(vec![v.clone()]), pointer)?;
+        }
+        if let Some(v) = map.get("enum") {
+            let Value::Array(values) = v else {
+                return Err(self.invalid(&child(pointer, "enum"), "'enum' must be an array"));
+            };
+            node = self.meet(&node, &Node::constant(values.clone()), pointer)?;
+        }
+        if let Some(parts) = self.sub_array(map, "allOf", pointer, base, depth)? {
+            for p in parts {
+                node = self.meet(&node, &p, pointer)?;
+            }
+        }
+        if let Some(parts) = self.sub_array(map, "anyOf", pointer, base, depth)? {
+            node = self.meet(&node, &Node::any_of(parts), pointer)?;
+        }
+        if let Some(parts) = self.sub_array(map, "oneOf", pointer, base, depth)? {
+            node = self.one_of(&node, parts, &child(pointer, "oneOf"))?;
+        }
+        if let Some(n) = self.sub(map, "not", pointer, base, depth)? {
+            let c = self.complement_or_drop(&n, &child(pointer, "not"), "not")?;
+            node = self.meet(&node, &c, pointer)?;
+        }
+        if let Some(cond) = self.sub(map, "if", pointer, base, depth)? {
+            let then = self.sub(map, "then", pointer, base, depth)?;
+            let otherwise = self.sub(map, "else", pointer, base, depth)?;
+            let c = self.if_then_else(cond, then, otherwise, &child(pointer, "if"))?;
+            node = self.meet(&node, &c, pointer)?;
+        }
+        node = self.dependencies(node, map, pointer, base, depth, types)?;
+        Ok(node)
+    }
+
+    /// `if`/`then`/`else`: (if ∧ then) ∪ (¬if ∧ else).
+    fn if_then_else(&mut self, cond: Node, then: Option<Node>, otherwise: Option<Node>, pointer: &str) -> Result<Node, SchemaError> {
+        let then = then.unwrap_or(Node::Any);
+        let otherwise = otherwise.unwrap_or(Node::Any);
+        if then == Node::Any && otherwise == Node::Any {
+            return Ok(Node::Any);
+        }
+        if then == Node::Any {
+            // cond ∪ (¬cond ∧ else) = cond ∪ else
+            return Ok(Node::any_of(vec![cond, otherwise]));
+        }
+        let yes = self.meet(&cond, &then, pointer)?;
+        let not_cond = match self.complement(&cond, pointer) {
+            Ok(n) => n,
+            Err(SchemaError::Unsupported { reason, .. }) => {
+                self.unsupported(pointer, "if", format!("cannot negate the condition: {reason}"))?;
+                return Ok(Node::any_of(vec![then, otherwise]));
+            }
+            Err(e) => return Err(e),
+        };
+        let no = self.meet(&not_cond, &otherwise, pointer)?;
+        Ok(Node::any_of(vec![yes, no]))
+    }
+
+    /// The complement of `n`; with `lenient`, an uncomplementable `not` is dropped.
+    fn complement_or_drop(&mut self, n: &Node, pointer: &str, keyword: &str) -> Result<Node, SchemaError> {
+        match self.complement(n, pointer) {
+            Ok(c) => Ok(c),
+            Err(SchemaError::Unsupported { reason, .. }) => {
+                self.unsupported(pointer, keyword, reason)?;
+                Ok(Node::Any)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn types(&self, map: &Map<String, Value>, pointer: &str) -> Result<Types, SchemaError> {
+        let Some(t) = map.get("type") else { return Ok(Types::all()) };
+        let ptr = child(pointer, "type");
+        let names: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a
+                .iter()
+                .map(|v| v.as_str().ok_or_else(|| self.invalid(&ptr, "'type' entries must be strings")))
+                .collect::<Result<_, _>>()?,
+            _ => return Err(self.invalid(&ptr, "'type' must be a string or an array of strings")),
+        };
+        let mut types = Types::none();
+        for name in names {
+            match name {
+                "null" => types.null = true,
+                "boolean" => types.boolean = true,
+                "number" => types.number = true,
+                "integer" => types.integer = true,
+                "string" => types.string = true,
+                "array" => types.array = true,
+                "object" => types.object = true,
+                "any" => types = Types::all(),
+                other => return Err(self.invalid(&ptr, format!("unknown type '{other}'"))),
+            }
+        }
+        Ok(types)
+    }
+
+    fn typed(&mut self, map: &Map<String, Value>, types: Types, pointer: &str, base: &Uri, depth: usize) -> Result<Node, SchemaError> {
+        let mut t = Typed { null: types.null, boolean: types.boolean, ..Typed::default() };
+        if types.number || types.integer {
+            t.number = self.number_set(map, pointer, !types.number)?;
+        }
+        if types.string {
+            t.string = self.string_set(map, pointer)?;
+        }
+        if types.array {
+            t.array = self.array_set(map, pointer, base, depth)?;
+        }
+        if types.object {
+            t.object = self.object_set(map, pointer, base, depth)?;
+        }
+        if t.is_all() {
+            return Ok(Node::Any);
+        }
+        Ok(Node::typed(t))
+    }
+
+    fn number(&self, map: &Map<String, Value>, key: &str, pointer: &str) -> Result<Option<Decimal>, SchemaError> {
+        match map.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => Decimal::from_json(n)
+                .map(Some)
+                .ok_or_else(|| self.invalid(&child(pointer, key), format!("'{key}' is not a finite number"))),
+            Some(_) => Err(self.invalid(&child(pointer, key), format!("'{key}' must be a number"))),
+        }
+    }
+
+    fn count(&self, map: &Map<String, Value>, key: &str, pointer: &str) -> Result<Option<u64>, SchemaError> {
+        let Some(v) = self.number(map, key, pointer)? else { return Ok(None) };
+        if v.is_negative() || !v.is_integer() {
+            return Err(self.invalid(&child(pointer, key), format!("'{key}' must be a non-negative integer")));
+        }
+        Ok(Some(v.to_u128().map_or(u64::MAX, |x| u64::try_from(x).unwrap_or(u64::MAX))))
+    }
+
+    fn number_set(&mut self, map: &Map<String, Value>, pointer: &str, integer: bool) -> Result<Option<NumberSet>, SchemaError> {
+        let mut set = NumberSet { integer, ..NumberSet::default() };
+        let draft4_flag = |key: &str| map.get(key).and_then(Value::as_bool);
+        let minimum = self.number(map, "minimum", pointer)?;
+        let maximum = self.number(map, "maximum", pointer)?;
+        if let Some(v) = minimum {
+            set.lo = Some(Bound { value: v, exclusive: draft4_flag("exclusiveMinimum") == Some(true) });
+        }
+        if let Some(v) = maximum {
+            set.hi = Some(Bound { value: v, exclusive: draft4_flag("exclusiveMaximum") == Some(true) });
+        }
+        if draft4_flag("exclusiveMinimum").is_none() {
+            if let Some(v) = self.number(map, "exclusiveMinimum", pointer)? {
+                set.lo = tighter_lo(set.lo.take(), Bound { value: v, exclusive: true });
+            }
+        }
+        if draft4_flag("exclusiveMaximum").is_none() {
+            if let Some(v) = self.number(map, "exclusiveMaximum", pointer)? {
+                set.hi = tighter_hi(set.hi.take(), Bound { value: v, exclusive: true });
+            }
+        }
+        if let Some(m) = self.number(map, "multipleOf", pointer)? {
+            if m.is_negative() || m.is_zero() {
+                return Err(self.invalid(&child(pointer, "multipleOf"), "'multipleOf' must be greater than 0"));
+            }
+            set.multiple_of.push(m);
+        }
+        Ok(Some(set))
+    }
+
+    fn string_set(&mut self, map: &Map<String, Value>, pointer: &str) -> Result<Option<StringSet>, SchemaError> {
+        let mut set = StringSet {
+            min_len: self.count(map, "minLength", pointer)?.unwrap_or(0),
+            max_len: self.count(map, "maxLength", pointer)?,
+            langs: Vec::new(),
+        };
+        if let Some(p) = map.get("pattern") {
+            let ptr = child(pointer, "pattern");
+            let Some(p) = p.as_str() else {
+                return Err(self.invalid(&ptr, "'pattern' must be a string"));
+            };
+            if let Some(re) = self.pattern(p, &ptr, "pattern")? {
+                set.langs.push(Rc::new(re));
+            }
+        }
+        if let Some(f) = map.get("format") {
+            let ptr = child(pointer, "format");
+            let Some(name) = f.as_str() else {
+                return Err(self.invalid(&ptr, "'format' must be a string"));
+            };
+            if self.options.assert_formats {
+                match formats::format_re(name) {
+                    Some(re) => set.langs.push(Rc::new(re)),
+                    None => self.warn(&ptr, "format", WarningKind::UnknownFormat, format!("unknown format '{name}': not enforced")),
+                }
+            }
+        }
+        if set.min_len > crate::strings::MAX_LENGTH_BOUND {
+            return Err(SchemaError::TooComplex {
+                pointer: pointer_or_root(&child(pointer, "minLength")),
+                what: format!("minLength of {}", set.min_len),
+                limit: crate::strings::MAX_LENGTH_BOUND as usize,
+            });
+        }
+        if let Some(m) = set.max_len.filter(|&m| m > crate::strings::MAX_LENGTH_BOUND) {
+            // Patterns that are shorter anyway make the bound irrelevant.
+            let pattern_max = set.langs.iter().filter_map(|l| l.length_bounds().1).min();
+            if pattern_max.is_none_or(|h| h > crate::strings::MAX_LENGTH_BOUND) {
+                self.warn(
+                    &child(pointer, "maxLength"),
+                    "maxLength",
+                    WarningKind::Narrowed,
+                    format!("maxLength {m} is enforced as {}: longer strings are not generated", crate::strings::MAX_LENGTH_BOUND),
+                );
+                set.max_len = Some(crate::strings::MAX_LENGTH_BOUND);
+            }
+        }
+        // Check now, where the keywords are, that the constraints combine.
+        match crate::strings::string_re_or_subset(&set) {
+            Ok((_, false)) => {}
+            Ok((_, true)) => self.warn(
+                &child(pointer, "maxLength"),
+                "maxLength",
+                WarningKind::Narrowed,
+                "length bounds and pattern/format do not combine exactly within the budget: only strings whose parts share the length evenly are generated",
+            ),
+            Err(e) => {
+                self.unsupported(pointer, "pattern", format!("patterns/formats do not combine: {e}"))?;
+                set.langs.clear();
+            }
+        }
+        Ok(Some(set))
+    }
+
+    /// A pattern's search language; `None` when it is dropped (lenient).
+    pub(crate) fn pattern(&mut self, pattern: &str, pointer: &str, keyword: &str) -> Result<Option<Re>, SchemaError> {
+        match ecma::search_language(pattern) {
+            Ok(re) => {
+                if re.has_looks() {
+                    match crate::re::dfa::intersect_all(&[re]) {
+                        Ok(r) => Ok(Some(r)),
+                        Err(e) => {
+                            self.unsupported(pointer, keyword, format!("pattern {pattern:?}: automaton exceeds {} {}", e.limit, e.what))?;
+                            Ok(None)
+                        }
+                    }
+                } else {
+                    Ok(Some(re))
+                }
+            }
+            Err(e) if e.unsupported => {
+                self.unsupported(pointer, keyword, format!("pattern {pattern:?}: {e}"))?;
+                Ok(None)
+            }
+            Err(e) => Err(self.invalid(pointer, format!("invalid pattern {pattern:?}: {e}"))),
+        }
+    }
+
+    fn array_set(&mut self, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize) -> Result<Option<ArraySet>, SchemaError> {
+        let mut set = ArraySet::default();
+        let tuple_items = matches!(map.get("items"), Some(Value::Array(_)));
+        if let Some(prefix) = self.sub_array(map, "prefixItems", pointer, base, depth)? {
+            set.prefix = prefix;
+            if let Some(items) = self.sub(map, "items", pointer, base, depth)? {
+                set.items = items;
+            }
+        } else if tuple_items {
+            // Draft 7 tuple form: `items` is the prefix, `additionalItems` the rest.
+            set.prefix = self.sub_array(map, "items", pointer, base, depth)?.unwrap_or_default();
+            if let Some(rest) = self.sub(map, "additionalItems", pointer, base, depth)? {
+                set.items = rest;
+            }
+        } else if let Some(items) = self.sub(map, "items", pointer, base, depth)? {
+            set.items = items;
+        }
+        set.min = self.count(map, "minItems", pointer)?.unwrap_or(0);
+        set.max = self.count(map, "maxItems", pointer)?;
+        if let Some(c) = self.sub(map, "contains", pointer, base, depth)? {
+            let min = self.count(map, "minContains", pointer)?.unwrap_or(1);
+            let max = self.count(map, "maxContains", pointer)?;
+            set.contains.push(Contains { node: c, min, max });
+        }
+        match map.get("uniqueItems") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => set.unique = true,
+            Some(_) => return Err(self.invalid(&child(pointer, "uniqueItems"), "'uniqueItems' must be a boolean")),
+        }
+        if let Some(u) = map.get("unevaluatedItems") {
+            let ptr = child(pointer, "unevaluatedItems");
+            let in_place = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains"].iter().any(|k| map.contains_key(*k));
+            let covered = map.contains_key("items") && !tuple_items || map.contains_key("additionalItems");
+            if !covered {
+                if in_place {
+                    let n = self.parse_schema(u, &ptr, base, depth + 1)?;
+                    if n != Node::Any {
+                        self.unsupported(&ptr, "unevaluatedItems", "together with in-place applicators (allOf, anyOf, $ref...)")?;
+                    }
+                } else {
+                    set.items = self.parse_schema(u, &ptr, base, depth + 1)?;
+                }
+            }
+        }
+        Ok(Some(set))
+    }
+
+    fn object_set(&mut self, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize) -> Result<Option<ObjectSet>, SchemaError> {
+        let mut set = ObjectSet::default();
+        let mut patterns: Vec<(Rc<Re>, Node)> = Vec::new();
+        if let Some(v) = map.get("patternProperties") {
+            let ptr = child(pointer, "patternProperties");
+            let Value::Object(pp) = v else {
+                return Err(self.invalid(&ptr, "'patternProperties' must be an object"));
+            };
+            for (pat, sub) in pp {
+                let sub_ptr = child(&ptr, pat);
+                let node = self.parse_schema(sub, &sub_ptr, base, depth + 1)?;
+                if let Some(re) = self.pattern(pat, &sub_ptr, "patternProperties")? {
+                    patterns.push((Rc::new(re), node));
+                }
+            }
+        }
+        if let Some(v) = map.get("properties") {
+            let ptr = child(pointer, "properties");
+            let Value::Object(props) = v else {
+                return Err(self.invalid(&ptr, "'properties' must be an object"));
+            };
+            for (name, sub) in props {
+                let mut node = self.parse_schema(sub, &child(&ptr, name), base, depth + 1)?;
+                for (re, pnode) in &patterns {
+                    if self.lang_matches(re, name)? {
+                        node = self.meet(&node, pnode, &ptr)?;
+                    }
+                }
+                set.props.push((name.clone(), node));
+            }
+        }
+        for (re, node) in &patterns {
+            set.rules.push(KeyRule { keys: KeySet::Lang(re.clone()), value: node.clone() });
+        }
+        let mut additional = self.sub(map, "additionalProperties", pointer, base, depth)?;
+        if additional.is_none() {
+            if let Some(u) = map.get("unevaluatedProperties") {
+                let ptr = child(pointer, "unevaluatedProperties");
+                let in_place = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "dependentSchemas", "dependencies"]
+                    .iter()
+                    .any(|k| map.contains_key(*k));
+                let n = self.parse_schema(u, &ptr, base, depth + 1)?;
+                if in_place && n != Node::Any {
+                    self.unsupported(&ptr, "unevaluatedProperties", "together with in-place applicators (allOf, anyOf, $ref...)")?;
+                } else if !in_place {
+                    additional = Some(n);
+                }
+            }
+        }
+        if additional.is_none() && self.options.additional_properties == AdditionalProperties::Strict && map.contains_key("properties") {
+            additional = Some(Node::Nothing);
+        }
+        if let Some(value) = additional {
+            let names: Vec<String> = set.props.iter().map(|(k, _)| k.clone()).collect();
+            let langs: Vec<Rc<Re>> = patterns.iter().map(|(re, _)| re.clone()).collect();
+            set.rules.push(KeyRule { keys: KeySet::Other { names: names.into(), langs: langs.into() }, value });
+        }
+        if let Some(v) = map.get("required") {
+            let ptr = child(pointer, "required");
+            match v {
+                Value::Array(names) => {
+                    for n in names {
+                        let Some(n) = n.as_str() else {
+                            return Err(self.invalid(&ptr, "'required' entries must be strings"));
+                        };
+                        if !set.required.iter().any(|r| r == n) {
+                            set.required.push(n.to_string());
+                        }
+                    }
+                }
+                // Draft 3 put a boolean `required` on the property itself; it is ignored.
+                Value::Bool(_) => {}
+                _ => return Err(self.invalid(&ptr, "'required' must be an array of strings")),
+            }
+        }
+        set.min = self.count(map, "minProperties", pointer)?.unwrap_or(0);
+        set.max = self.count(map, "maxProperties", pointer)?;
+        if let Some(names) = self.sub(map, "propertyNames", pointer, base, depth)? {
+            let ptr = child(pointer, "propertyNames");
+            match self.names_lang(&names, &ptr)? {
+                Some(re) => set.names.push(Rc::new(re)),
+                None => {}
+            }
+        }
+        Ok(Some(set))
+    }
+
+    /// The language of the strings a `propertyNames` schema accepts (`None`: all).
+    pub(crate) fn names_lang(&mut self, node: &Node, pointer: &str) -> Result<Option<Re>, SchemaError> {
+        let node = self.expand(node).map_err(|f| self.fail_to_error(f, pointer))?;
+        Ok(match &node {
+            Node::Any => None,
+            Node::Nothing => Some(Re::nothing()),
+            Node::Const(values) => Some(Re::alt(values.iter().filter_map(|l| l.value.as_str().map(Re::literal)).collect())),
+            Node::Typed(t) => match &t.string {
+                None => Some(Re::nothing()),
+                Some(s) if s.is_all() => None,
+                Some(s) => match crate::strings::string_re(s) {
+                    Ok(re) => Some(re),
+                    Err(e) => {
+                        self.unsupported(pointer, "propertyNames", format!("{e}"))?;
+                        None
+                    }
+                },
+            },
+            Node::AnyOf(parts) => {
+                let mut alts = Vec::new();
+                for p in parts.iter() {
+                    match self.names_lang(p, pointer)? {
+                        None => return Ok(None),
+                        Some(re) => alts.push(re),
+                    }
+                }
+                Some(Re::alt(alts))
+            }
+            Node::Ref(_) => None,
+        })
+    }
+
+    /// `dependentRequired`, `dependentSchemas` and draft 7 `dependencies`.
+    fn dependencies(&mut self, mut node: Node, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize, types: Types) -> Result<Node, SchemaError> {
+        if !types.object {
+            return Ok(node);
+        }
+        let mut required: Vec<(String, Vec<String>, String)> = Vec::new();
+        let mut schemas: Vec<(String, Node)> = Vec::new();
+        for key in ["dependentRequired", "dependentSchemas", "dependencies"] {
+            let Some(v) = map.get(key) else { continue };
+            let ptr = child(pointer, key);
+            let Value::Object(deps) = v else {
+                return Err(self.invalid(&ptr, format!("'{key}' must be an object")));
+            };
+            for (name, dep) in deps {
+                let dep_ptr = child(&ptr, name);
+                match dep {
+                    Value::Array(names) if key != "dependentSchemas" => {
+                        let names = names
+                            .iter()
+                            .map(|n| n.as_str().map(str::to_string).ok_or_else(|| self.invalid(&dep_ptr, "dependency names must be strings")))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        required.push((name.clone(), names, dep_ptr));
+                    }
+                    _ if key != "dependentRequired" => {
+                        let n = self.parse_schema(dep, &dep_ptr, base, depth + 1)?;
+                        schemas.push((name.clone(), n));
+                    }
+                    _ => return Err(self.invalid(&dep_ptr, "'dependentRequired' values must be arrays of names")),
+                }
+            }
+        }
+        for (name, names, dep_ptr) in required {
+            if names.is_empty() {
+                continue;
+            }
+            let mut all = vec![name.clone()];
+            all.extend(names);
+            let with = ObjectSet { required: all, ..ObjectSet::default() };
+            let alt = self.dependency(&name, Node::typed(Typed { object: Some(with), ..Typed::default() }), &dep_ptr)?;
+            node = self.meet(&node, &alt, &dep_ptr)?;
+        }
+        for (name, n) in schemas {
+            if n == Node::Any {
+                continue;
+            }
+            let present = Node::typed(Typed { object: Some(ObjectSet { required: vec![name.clone()], ..ObjectSet::default() }), ..Typed::default() });
+            let dep_ptr = child(pointer, &name);
+            let with = self.meet(&present, &n, &dep_ptr)?;
+            let alt = self.dependency(&name, with, &dep_ptr)?;
+            node = self.meet(&node, &alt, &dep_ptr)?;
+        }
+        Ok(node)
+    }
+
+    /// Non-objects, objects without `name`, or `with`.
+    fn dependency(&mut self, name: &str, with: Node, _pointer: &str) -> Result<Node, SchemaError> {
+        let mut others = Typed::all();
+        others.object = None;
+        let without = ObjectSet { props: vec![(name.to_string(), Node::Nothing)], ..ObjectSet::default() };
+        Ok(Node::any_of(vec![
+            Node::typed(others),
+            Node::typed(Typed { object: Some(without), ..Typed::default() }),
+            with,
+        ]))
+    }
+}
+
+fn tighter_lo(old: Option<Bound>, new: Bound) -> Option<Bound> {
+    match old {
+        None => Some(new),
+        Some(o) => Some(crate::algebra::max_lo(o, new)),
+    }
+}
+
+fn tighter_hi(old: Option<Bound>, new: Bound) -> Option<Bound> {
+    match old {
+        None => Some(new),
+        Some(o) => Some(crate::algebra::min_hi(o, new)),
+    }
+}

@@ -1,0 +1,672 @@
+//! Deterministic automata over character ranges, for what regular expressions cannot say
+//! directly: intersection (`pattern` and `format` together, several patterns, lengths that do
+//! not fold structurally), complement (`not`, keys that are not declared) and emptiness
+//! (proving `oneOf` branches disjoint). Results go back to [`Re`] by state elimination.
+//!
+//! Transitions are labelled with ranges of scalar values (a symbolic automaton), so Unicode
+//! classes cost a few ranges instead of one edge per character. Every step is bounded by
+//! [`MAX_NFA_STATES`], [`MAX_DFA_STATES`] and [`MAX_RE_SIZE`]; going over is an error.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use super::{CharSet, Look, Re};
+
+/// Most NFA states built for one expression (counted repetitions are unrolled).
+pub(crate) const MAX_NFA_STATES: usize = 200_000;
+/// Most DFA states of one automaton.
+pub(crate) const MAX_DFA_STATES: usize = 5_000;
+/// Largest expression rebuilt from an automaton.
+pub(crate) const MAX_RE_SIZE: usize = 100_000;
+/// Most states of an automaton turned back into an expression (which nests about as deep).
+pub(crate) const MAX_ELIMINATION_STATES: usize = 1_000;
+/// Deepest expression rebuilt from an automaton (consumers recurse over it).
+pub(crate) const MAX_RE_DEPTH: usize = 300;
+
+/// An automaton grew past a budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TooLarge {
+    pub(crate) what: String,
+    pub(crate) limit: usize,
+}
+
+type Result<T> = std::result::Result<T, TooLarge>;
+
+/// A deterministic automaton; a missing transition goes to an implicit dead state.
+#[derive(Clone, Debug)]
+pub(crate) struct Dfa {
+    /// Per state: sorted, disjoint `(lo, hi, target)` ranges.
+    trans: Vec<Vec<(u32, u32, u32)>>,
+    accepting: Vec<bool>,
+}
+
+impl Dfa {
+    pub(crate) fn from_re(re: &Re) -> Result<Dfa> {
+        let nfa = Nfa::build(re)?;
+        nfa.determinize()
+    }
+
+    /// An automaton given by its transitions (sorted disjoint ranges per state; state 0
+    /// starts).
+    pub(crate) fn from_parts(trans: Vec<Vec<(u32, u32, u32)>>, accepting: Vec<bool>) -> Dfa {
+        Dfa { trans, accepting }
+    }
+
+    pub(crate) fn state_count(&self) -> usize {
+        self.trans.len()
+    }
+
+    /// Whether no string is accepted.
+    pub(crate) fn is_empty(&self) -> bool {
+        let mut seen = vec![false; self.trans.len()];
+        let mut queue = vec![0u32];
+        seen[0] = true;
+        while let Some(s) = queue.pop() {
+            if self.accepting[s as usize] {
+                return false;
+            }
+            for &(_, _, t) in &self.trans[s as usize] {
+                if !seen[t as usize] {
+                    seen[t as usize] = true;
+                    queue.push(t);
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether `text` is accepted.
+    pub(crate) fn matches(&self, text: &str) -> bool {
+        let mut s = 0u32;
+        for c in text.chars() {
+            let c = c as u32;
+            match self.trans[s as usize].iter().find(|&&(lo, hi, _)| lo <= c && c <= hi) {
+                Some(&(_, _, t)) => s = t,
+                None => return false,
+            }
+        }
+        self.accepting[s as usize]
+    }
+
+    /// The strings accepted by both.
+    pub(crate) fn intersect(&self, other: &Dfa) -> Result<Dfa> {
+        let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut pairs = vec![(0u32, 0u32)];
+        index.insert((0, 0), 0);
+        let mut trans = Vec::new();
+        let mut accepting = Vec::new();
+        let mut i = 0;
+        while i < pairs.len() {
+            let (a, b) = pairs[i];
+            i += 1;
+            accepting.push(self.accepting[a as usize] && other.accepting[b as usize]);
+            let mut out = Vec::new();
+            let (ta, tb) = (&self.trans[a as usize], &other.trans[b as usize]);
+            let (mut x, mut y) = (0, 0);
+            while x < ta.len() && y < tb.len() {
+                let (lo1, hi1, t1) = ta[x];
+                let (lo2, hi2, t2) = tb[y];
+                let (lo, hi) = (lo1.max(lo2), hi1.min(hi2));
+                if lo <= hi {
+                    let next = match index.get(&(t1, t2)) {
+                        Some(&n) => n,
+                        None => {
+                            let n = pairs.len() as u32;
+                            if pairs.len() >= MAX_DFA_STATES {
+                                return Err(TooLarge { what: "automaton states".into(), limit: MAX_DFA_STATES });
+                            }
+                            index.insert((t1, t2), n);
+                            pairs.push((t1, t2));
+                            n
+                        }
+                    };
+                    push_range(&mut out, lo, hi, next);
+                }
+                if hi1 < hi2 {
+                    x += 1;
+                } else {
+                    y += 1;
+                }
+            }
+            trans.push(out);
+        }
+        Ok(Dfa { trans, accepting })
+    }
+
+    /// The strings not accepted.
+    pub(crate) fn complement(&self) -> Dfa {
+        let dead = self.trans.len() as u32;
+        let mut trans: Vec<Vec<(u32, u32, u32)>> = self
+            .trans
+            .iter()
+            .map(|ranges| {
+                let mut out = Vec::with_capacity(ranges.len() * 2 + 1);
+                let mut next = 0u32;
+                for &(lo, hi, t) in ranges {
+                    if lo > next {
+                        push_range(&mut out, next, lo - 1, dead);
+                    }
+                    push_range(&mut out, lo, hi, t);
+                    next = hi + 1;
+                }
+                if next <= super::charset::MAX_CHAR {
+                    push_range(&mut out, next, super::charset::MAX_CHAR, dead);
+                }
+                out
+            })
+            .collect();
+        trans.push(vec![(0, super::charset::MAX_CHAR, dead)]);
+        let mut accepting: Vec<bool> = self.accepting.iter().map(|a| !a).collect();
+        accepting.push(true);
+        Dfa { trans, accepting }
+    }
+
+    /// Drops states from which no accepting state is reachable (keeps the start state).
+    fn trim(&self) -> Dfa {
+        let n = self.trans.len();
+        let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (s, ranges) in self.trans.iter().enumerate() {
+            for &(_, _, t) in ranges {
+                reverse[t as usize].push(s as u32);
+            }
+        }
+        let mut live = self.accepting.clone();
+        let mut queue: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
+        while let Some(s) = queue.pop() {
+            for &p in &reverse[s as usize] {
+                if !live[p as usize] {
+                    live[p as usize] = true;
+                    queue.push(p);
+                }
+            }
+        }
+        live[0] = true;
+        let mut renumber = vec![u32::MAX; n];
+        let mut next = 0u32;
+        for s in 0..n {
+            if live[s] {
+                renumber[s] = next;
+                next += 1;
+            }
+        }
+        let mut trans = Vec::with_capacity(next as usize);
+        let mut accepting = Vec::with_capacity(next as usize);
+        for s in 0..n {
+            if !live[s] {
+                continue;
+            }
+            let mut out = Vec::new();
+            for &(lo, hi, t) in &self.trans[s] {
+                if live[t as usize] {
+                    push_range(&mut out, lo, hi, renumber[t as usize]);
+                }
+            }
+            trans.push(out);
+            accepting.push(self.accepting[s]);
+        }
+        Dfa { trans, accepting }
+    }
+
+    /// The minimal equivalent automaton (Moore's partition refinement).
+    pub(crate) fn minimize(&self) -> Dfa {
+        let dfa = self.trim();
+        let n = dfa.trans.len();
+        let mut class: Vec<u32> = dfa.accepting.iter().map(|&a| u32::from(a)).collect();
+        let mut count = class.iter().collect::<std::collections::HashSet<_>>().len();
+        loop {
+            let mut signatures: HashMap<(u32, Vec<(u32, u32, u32)>), u32> = HashMap::new();
+            let mut next = vec![0u32; n];
+            for s in 0..n {
+                let mut sig: Vec<(u32, u32, u32)> = Vec::with_capacity(dfa.trans[s].len());
+                for &(lo, hi, t) in &dfa.trans[s] {
+                    push_range(&mut sig, lo, hi, class[t as usize]);
+                }
+                let len = signatures.len() as u32;
+                next[s] = *signatures.entry((class[s], sig)).or_insert(len);
+            }
+            let new_count = signatures.len();
+            class = next;
+            if new_count == count {
+                break;
+            }
+            count = new_count;
+        }
+        // Renumber so that the start state's class is 0.
+        let mut order = vec![u32::MAX; count];
+        let mut k = 0u32;
+        let mut seen_order = Vec::with_capacity(count);
+        for s in 0..n {
+            let c = class[s] as usize;
+            if order[c] == u32::MAX {
+                order[c] = k;
+                k += 1;
+                seen_order.push(s);
+            }
+        }
+        let trans = seen_order
+            .iter()
+            .map(|&s| {
+                let mut out = Vec::new();
+                for &(lo, hi, t) in &dfa.trans[s] {
+                    push_range(&mut out, lo, hi, order[class[t as usize] as usize]);
+                }
+                out
+            })
+            .collect();
+        let accepting = seen_order.iter().map(|&s| dfa.accepting[s]).collect();
+        Dfa { trans, accepting }
+    }
+
+    /// An expression for the same language, by state elimination.
+    pub(crate) fn to_re(&self) -> Result<Re> {
+        let dfa = self.minimize();
+        if dfa.is_empty() {
+            return Ok(Re::nothing());
+        }
+        let n = dfa.trans.len();
+        if n > MAX_ELIMINATION_STATES {
+            return Err(TooLarge { what: "automaton states to turn back into an expression".into(), limit: MAX_ELIMINATION_STATES });
+        }
+        let start = n; // fresh start node
+        let fin = n + 1; // fresh final node
+        let mut out_edges: Vec<BTreeMap<usize, Re>> = vec![BTreeMap::new(); n + 2];
+        let mut in_edges: Vec<BTreeMap<usize, ()>> = vec![BTreeMap::new(); n + 2];
+        let add = |out_edges: &mut Vec<BTreeMap<usize, Re>>, in_edges: &mut Vec<BTreeMap<usize, ()>>, p: usize, q: usize, re: Re| {
+            let entry = out_edges[p].remove(&q);
+            let merged = match entry {
+                Some(old) => Re::alt(vec![old, re]),
+                None => re,
+            };
+            out_edges[p].insert(q, merged);
+            in_edges[q].insert(p, ());
+        };
+        add(&mut out_edges, &mut in_edges, start, 0, Re::empty());
+        for s in 0..n {
+            let mut by_target: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
+            for &(lo, hi, t) in &dfa.trans[s] {
+                by_target.entry(t).or_default().push((lo, hi));
+            }
+            for (t, ranges) in by_target {
+                add(&mut out_edges, &mut in_edges, s, t as usize, Re::class(CharSet::from_ranges(ranges)));
+            }
+            if dfa.accepting[s] {
+                add(&mut out_edges, &mut in_edges, s, fin, Re::empty());
+            }
+        }
+        let mut alive: Vec<bool> = vec![true; n];
+        let mut total: usize = out_edges.iter().flat_map(|m| m.values()).map(Re::size).sum();
+        for _ in 0..n {
+            // Eliminate the state whose removal creates the fewest new edges.
+            let mut best = None;
+            let mut best_cost = usize::MAX;
+            for q in 0..n {
+                if !alive[q] {
+                    continue;
+                }
+                let ins = in_edges[q].keys().filter(|&&p| p != q).count();
+                let outs = out_edges[q].keys().filter(|&&r| r != q).count();
+                let cost = ins * outs;
+                if cost < best_cost {
+                    best_cost = cost;
+                    best = Some(q);
+                    if cost <= 1 {
+                        break;
+                    }
+                }
+            }
+            let Some(q) = best else { break };
+            alive[q] = false;
+            let self_loop = out_edges[q].remove(&q);
+            in_edges[q].remove(&q);
+            let loop_re = self_loop.map(|l| Re::repeat(l, 0, None));
+            let preds: Vec<usize> = in_edges[q].keys().copied().collect();
+            let succs: Vec<(usize, Re)> = std::mem::take(&mut out_edges[q]).into_iter().collect();
+            for &p in &preds {
+                let Some(into) = out_edges[p].remove(&q) else { continue };
+                for (r, out) in &succs {
+                    let mut parts = vec![into.clone()];
+                    if let Some(l) = &loop_re {
+                        parts.push(l.clone());
+                    }
+                    parts.push(out.clone());
+                    let label = Re::concat(parts);
+                    total += label.size();
+                    add(&mut out_edges, &mut in_edges, p, *r, label);
+                }
+            }
+            for (r, _) in &succs {
+                in_edges[*r].remove(&q);
+            }
+            in_edges[q].clear();
+            if total > MAX_RE_SIZE {
+                return Err(TooLarge { what: "expression rebuilt from an automaton".into(), limit: MAX_RE_SIZE });
+            }
+        }
+        let re = out_edges[start].remove(&fin).unwrap_or_else(Re::nothing);
+        if re.depth_exceeds(MAX_RE_DEPTH) {
+            return Err(TooLarge { what: "nesting of the expression rebuilt from an automaton".into(), limit: MAX_RE_DEPTH });
+        }
+        Ok(re)
+    }
+}
+
+fn push_range(out: &mut Vec<(u32, u32, u32)>, lo: u32, hi: u32, target: u32) {
+    if let Some(last) = out.last_mut() {
+        if last.2 == target && last.1 + 1 == lo {
+            last.1 = hi;
+            return;
+        }
+    }
+    out.push((lo, hi, target));
+}
+
+/// A Thompson automaton with ε-edges and `^`/`$` assertion edges.
+struct Nfa {
+    eps: Vec<Vec<usize>>,
+    looks: Vec<Vec<(Look, usize)>>,
+    trans: Vec<Vec<(CharSet, usize)>>,
+    start: usize,
+    fin: usize,
+}
+
+impl Nfa {
+    fn build(re: &Re) -> Result<Nfa> {
+        let mut nfa = Nfa { eps: Vec::new(), looks: Vec::new(), trans: Vec::new(), start: 0, fin: 0 };
+        let start = nfa.state()?;
+        let fin = nfa.state()?;
+        nfa.compile(re, start, fin)?;
+        nfa.start = start;
+        nfa.fin = fin;
+        Ok(nfa)
+    }
+
+    fn state(&mut self) -> Result<usize> {
+        if self.eps.len() >= MAX_NFA_STATES {
+            return Err(TooLarge { what: "automaton (NFA) states".into(), limit: MAX_NFA_STATES });
+        }
+        self.eps.push(Vec::new());
+        self.looks.push(Vec::new());
+        self.trans.push(Vec::new());
+        Ok(self.eps.len() - 1)
+    }
+
+    /// Adds edges so that the paths from `from` to `to` spell `re`.
+    fn compile(&mut self, re: &Re, from: usize, to: usize) -> Result<()> {
+        match re {
+            Re::Class(set) => {
+                if !set.is_empty() {
+                    self.trans[from].push((set.clone(), to));
+                }
+            }
+            Re::Literal(s) => {
+                let chars: Vec<char> = s.chars().collect();
+                if chars.is_empty() {
+                    self.eps[from].push(to);
+                }
+                let mut cur = from;
+                for (i, c) in chars.iter().enumerate() {
+                    let next = if i + 1 == chars.len() { to } else { self.state()? };
+                    self.trans[cur].push((CharSet::single(*c), next));
+                    cur = next;
+                }
+            }
+            Re::Look(l) => self.looks[from].push((*l, to)),
+            Re::Concat(parts) => {
+                let mut cur = from;
+                for (i, p) in parts.iter().enumerate() {
+                    let next = if i + 1 == parts.len() { to } else { self.state()? };
+                    self.compile(p, cur, next)?;
+                    cur = next;
+                }
+                if parts.is_empty() {
+                    self.eps[from].push(to);
+                }
+            }
+            Re::Alt(parts) => {
+                for p in parts {
+                    let a = self.state()?;
+                    let b = self.state()?;
+                    self.eps[from].push(a);
+                    self.eps[b].push(to);
+                    self.compile(p, a, b)?;
+                }
+            }
+            Re::Repeat { re, min, max } => {
+                let mut cur = from;
+                for _ in 0..*min {
+                    let next = self.state()?;
+                    self.compile(re, cur, next)?;
+                    cur = next;
+                }
+                match max {
+                    None => {
+                        let hub = self.state()?;
+                        self.eps[cur].push(hub);
+                        let back = self.state()?;
+                        self.compile(re, hub, back)?;
+                        self.eps[back].push(hub);
+                        self.eps[hub].push(to);
+                    }
+                    Some(max) => {
+                        for _ in *min..*max {
+                            let next = self.state()?;
+                            self.eps[cur].push(to);
+                            self.compile(re, cur, next)?;
+                            cur = next;
+                        }
+                        self.eps[cur].push(to);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The ε-closure of `set`; `^` edges are followed only at the start, `$` edges only when
+    /// `at_end`.
+    fn closure(&self, set: &mut Vec<usize>, at_start: bool, at_end: bool) {
+        let mut seen: std::collections::HashSet<usize> = set.iter().copied().collect();
+        let mut stack = set.clone();
+        while let Some(s) = stack.pop() {
+            let follow_eps = self.eps[s].iter().copied();
+            let follow_looks = self.looks[s].iter().filter_map(|&(l, t)| match l {
+                Look::Start if at_start => Some(t),
+                Look::End if at_end => Some(t),
+                _ => None,
+            });
+            for t in follow_eps.chain(follow_looks).collect::<Vec<_>>() {
+                if seen.insert(t) {
+                    set.push(t);
+                    stack.push(t);
+                }
+            }
+        }
+        set.sort_unstable();
+        set.dedup();
+    }
+
+    fn determinize(&self) -> Result<Dfa> {
+        let mut first = vec![self.start];
+        self.closure(&mut first, true, false);
+        let mut index: HashMap<Vec<usize>, u32> = HashMap::new();
+        let mut sets: Vec<Vec<usize>> = vec![first.clone()];
+        index.insert(first, 0);
+        let mut trans = Vec::new();
+        let mut accepting = Vec::new();
+        let mut queue = VecDeque::from([0usize]);
+        while let Some(i) = queue.pop_front() {
+            let set = sets[i].clone();
+            let mut at_end = set.clone();
+            self.closure(&mut at_end, i == 0, true);
+            accepting.push(at_end.binary_search(&self.fin).is_ok());
+            // Sweep over range boundaries of all outgoing edges.
+            let mut events: Vec<(u32, bool, usize)> = Vec::new();
+            for &s in &set {
+                for (cs, t) in &self.trans[s] {
+                    for &(lo, hi) in cs.ranges() {
+                        events.push((lo, true, *t));
+                        events.push((hi + 1, false, *t));
+                    }
+                }
+            }
+            events.sort_unstable();
+            let mut active: BTreeMap<usize, u32> = BTreeMap::new();
+            let mut out: Vec<(u32, u32, u32)> = Vec::new();
+            let mut k = 0;
+            while k < events.len() {
+                let pos = events[k].0;
+                while k < events.len() && events[k].0 == pos {
+                    let (_, add, t) = events[k];
+                    if add {
+                        *active.entry(t).or_insert(0) += 1;
+                    } else if let Some(c) = active.get_mut(&t) {
+                        *c -= 1;
+                        if *c == 0 {
+                            active.remove(&t);
+                        }
+                    }
+                    k += 1;
+                }
+                if active.is_empty() || k >= events.len() {
+                    continue;
+                }
+                let end = events[k].0 - 1;
+                let mut target: Vec<usize> = active.keys().copied().collect();
+                self.closure(&mut target, false, false);
+                let id = match index.get(&target) {
+                    Some(&id) => id,
+                    None => {
+                        if sets.len() >= MAX_DFA_STATES {
+                            return Err(TooLarge { what: "automaton states".into(), limit: MAX_DFA_STATES });
+                        }
+                        let id = sets.len() as u32;
+                        index.insert(target.clone(), id);
+                        sets.push(target);
+                        queue.push_back(id as usize);
+                        id
+                    }
+                };
+                push_range(&mut out, pos, end, id);
+            }
+            trans.push(out);
+        }
+        // States are discovered in BFS order, so `trans[i]` belongs to `sets[i]`.
+        Ok(Dfa { trans, accepting })
+    }
+}
+
+/// The strings matched by every expression.
+pub(crate) fn intersect_all(res: &[Re]) -> Result<Re> {
+    let Some((first, rest)) = res.split_first() else {
+        return Ok(Re::any_string());
+    };
+    if rest.is_empty() && !first.has_looks() {
+        return Ok(first.clone());
+    }
+    let mut dfa = Dfa::from_re(first)?.minimize();
+    for re in rest {
+        dfa = dfa.intersect(&Dfa::from_re(re)?.minimize())?.minimize();
+    }
+    dfa.to_re()
+}
+
+/// The strings `re` does not match.
+pub(crate) fn complement(re: &Re) -> Result<Re> {
+    Dfa::from_re(re)?.minimize().complement().to_re()
+}
+
+/// Whether `re` matches no string.
+pub(crate) fn is_empty(re: &Re) -> Result<bool> {
+    Ok(Dfa::from_re(re)?.is_empty())
+}
+
+/// Strings of `min..=max` characters, as an automaton.
+pub(crate) fn length_dfa(min: u32, max: u32) -> Dfa {
+    let n = max as usize + 1;
+    let trans = (0..n)
+        .map(|i| if i + 1 < n { vec![(0, super::charset::MAX_CHAR, i as u32 + 1)] } else { Vec::new() })
+        .collect();
+    let accepting = (0..n).map(|i| i >= min as usize).collect();
+    Dfa { trans, accepting }
+}
+
+/// The strings of `positive` that none of `negative` matches, as an automaton.
+pub(crate) fn difference(positive: &[Re], negative: &[Re]) -> Result<Dfa> {
+    let mut dfa = match positive.split_first() {
+        Some((first, _)) => Dfa::from_re(first)?.minimize(),
+        None => Dfa::from_re(&Re::any_string())?,
+    };
+    for re in positive.iter().skip(1) {
+        dfa = dfa.intersect(&Dfa::from_re(re)?.minimize())?.minimize();
+    }
+    for re in negative {
+        dfa = dfa.intersect(&Dfa::from_re(re)?.minimize().complement())?.minimize();
+    }
+    Ok(dfa)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::re::ecma;
+
+    fn dfa(pattern: &str) -> Dfa {
+        Dfa::from_re(&ecma::parse(pattern).expect("parses")).expect("builds")
+    }
+
+    fn check_same(re: &Re, samples: &[&str], reference: &Dfa) {
+        let back = Dfa::from_re(re).expect("rebuilds");
+        for s in samples {
+            assert_eq!(back.matches(s), reference.matches(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn determinize_and_match() {
+        let d = dfa("^(ab|a)c*$");
+        for (s, ok) in [("ab", true), ("a", true), ("acc", true), ("abcc", true), ("b", false), ("abb", false)] {
+            assert_eq!(d.matches(s), ok, "{s}");
+        }
+    }
+
+    #[test]
+    fn looks_in_the_middle() {
+        let re = ecma::search_language("(^a|b)c").expect("parses");
+        let d = Dfa::from_re(&re).expect("builds");
+        for (s, ok) in [("ac", true), ("xbc", true), ("xac", false), ("bc", true), ("a", false)] {
+            assert_eq!(d.matches(s), ok, "{s}");
+        }
+        let re = ecma::search_language("a$|^b").expect("parses");
+        let d = Dfa::from_re(&re).expect("builds");
+        for (s, ok) in [("xa", true), ("bx", true), ("xb", false), ("ax", false)] {
+            assert_eq!(d.matches(s), ok, "{s}");
+        }
+    }
+
+    #[test]
+    fn intersection_complement_and_back() {
+        let a = ecma::search_language("^[a-z]+$").expect("a");
+        let b = ecma::search_language("x").expect("b");
+        let both = intersect_all(&[a.clone(), b.clone()]).expect("intersects");
+        let samples = ["x", "axb", "ab", "aXb", "", "xx"];
+        let reference = Dfa::from_re(&a).expect("a").intersect(&Dfa::from_re(&b).expect("b")).expect("product");
+        check_same(&both, &samples, &reference);
+        let not_b = complement(&b).expect("complement");
+        let d = Dfa::from_re(&not_b).expect("rebuilds");
+        assert!(d.matches("abc") && !d.matches("abxc") && d.matches(""));
+        assert!(is_empty(&Re::concat(vec![Re::literal("a"), Re::nothing()])).expect("small"));
+        let disjoint = intersect_all(&[ecma::search_language("^a").expect("a"), ecma::search_language("^b").expect("b")]).expect("small");
+        assert!(is_empty(&disjoint).expect("small"));
+    }
+
+    #[test]
+    fn minimize_merges_equivalent_states() {
+        let d = dfa("^(a|b)(a|b)$").minimize();
+        assert_eq!(d.state_count(), 3);
+    }
+
+    #[test]
+    fn budgets_are_errors() {
+        let re = Re::repeat(Re::repeat(Re::class(CharSet::any()), 0, Some(1000)), 0, Some(1000));
+        assert!(Dfa::from_re(&re).is_err());
+    }
+}

@@ -1,0 +1,218 @@
+//! Length bounds (`minLength`/`maxLength`) folded into a regular expression by its structure,
+//! which keeps counted repetitions counted (`[a-z]+` within 1..=64 is `[a-z]{1,64}`) instead of
+//! unrolling an automaton.
+
+use super::Re;
+
+/// The strings of `re` whose length in characters is within `min..=max`, if the structure of
+/// `re` allows computing it directly; `None` when it needs an automaton.
+pub(crate) fn restrict_length(re: &Re, min: u64, max: Option<u64>) -> Option<Re> {
+    let (lo, hi) = re.length_bounds();
+    if hi.is_some_and(|hi| hi < min) || max.is_some_and(|max| lo > max) {
+        return Some(Re::nothing());
+    }
+    if lo >= min && within(hi, max) {
+        return Some(re.clone());
+    }
+    match re {
+        Re::Alt(parts) => Some(Re::alt(
+            parts.iter().map(|p| restrict_length(p, min, max)).collect::<Option<Vec<_>>>()?,
+        )),
+        Re::Concat(parts) => {
+            let mut variable = None;
+            let mut fixed = 0u64;
+            for (i, p) in parts.iter().enumerate() {
+                let (a, b) = p.length_bounds();
+                if Some(a) == b {
+                    fixed += a;
+                } else if variable.is_some() {
+                    return None;
+                } else {
+                    variable = Some(i);
+                }
+            }
+            let i = variable?;
+            let inner_max = match max {
+                None => None,
+                Some(m) => match m.checked_sub(fixed) {
+                    Some(r) => Some(r),
+                    None => return Some(Re::nothing()),
+                },
+            };
+            let inner = restrict_length(&parts[i], min.saturating_sub(fixed), inner_max)?;
+            let mut v = parts.clone();
+            v[i] = inner;
+            Some(Re::concat(v))
+        }
+        Re::Repeat { re: inner, min: rmin, max: rmax } => {
+            let (a, b) = inner.length_bounds();
+            if Some(a) == b && a > 0 {
+                let lo_n = min.div_ceil(a).max(u64::from(*rmin));
+                let hi_n = match (max.map(|m| m / a), rmax.map(u64::from)) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                };
+                let lo_n = u32::try_from(lo_n).ok()?;
+                let hi_n = match hi_n {
+                    Some(h) => Some(u32::try_from(h).unwrap_or(u32::MAX)),
+                    None => None,
+                };
+                return Some(Re::repeat((**inner).clone(), lo_n, hi_n));
+            }
+            if *rmax == Some(1) {
+                let mut alts = Vec::new();
+                if *rmin == 0 && min == 0 {
+                    alts.push(Re::empty());
+                }
+                alts.push(restrict_length(inner, min, max)?);
+                return Some(Re::alt(alts));
+            }
+            None
+        }
+        Re::Class(_) | Re::Literal(_) | Re::Look(_) => None,
+    }
+}
+
+/// A subset of the strings of `re` with length within `min..=max`: used when the exact
+/// intersection is too large. Each part of a concatenation gets a share of the length budget,
+/// each repetition a count and a length per item, so every string produced fits both `re` and
+/// the bounds; strings that would need a different split of the budget are left out.
+pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
+    let (lo, hi) = re.length_bounds();
+    if hi.is_some_and(|hi| hi < min) || lo > max {
+        return Re::nothing();
+    }
+    if lo >= min && hi.is_some_and(|hi| hi <= max) {
+        return re.clone();
+    }
+    match re {
+        Re::Alt(parts) => Re::alt(parts.iter().map(|p| narrow_length(p, min, max)).collect()),
+        Re::Concat(parts) => {
+            let bounds: Vec<(u64, Option<u64>)> = parts.iter().map(Re::length_bounds).collect();
+            let base: u64 = bounds.iter().map(|b| b.0).sum();
+            if base > max {
+                return Re::nothing();
+            }
+            // Upper shares: the budget above the minimum lengths, split evenly among the parts
+            // that can grow, leftovers handed on.
+            let mut his: Vec<u64> = bounds.iter().map(|b| b.0).collect();
+            let mut budget = max - base;
+            let mut growable: Vec<usize> = (0..parts.len()).filter(|&i| bounds[i].1 != Some(bounds[i].0)).collect();
+            while budget > 0 && !growable.is_empty() {
+                let share = (budget / growable.len() as u64).max(1);
+                let mut still = Vec::new();
+                for &i in &growable {
+                    if budget == 0 {
+                        break;
+                    }
+                    let room = bounds[i].1.map_or(u64::MAX, |h| h - his[i]);
+                    let give = share.min(room).min(budget);
+                    his[i] += give;
+                    budget -= give;
+                    if bounds[i].1.is_none_or(|h| his[i] < h) {
+                        still.push(i);
+                    }
+                }
+                growable = still;
+            }
+            // Lower shares: the deficit below `min` taken by the parts in order.
+            let mut los: Vec<u64> = bounds.iter().map(|b| b.0).collect();
+            let mut deficit = min.saturating_sub(base);
+            for i in 0..parts.len() {
+                let take = deficit.min(his[i] - los[i]);
+                los[i] += take;
+                deficit -= take;
+            }
+            if deficit > 0 {
+                return Re::nothing();
+            }
+            Re::concat(parts.iter().enumerate().map(|(i, p)| narrow_length(p, los[i], his[i])).collect())
+        }
+        Re::Repeat { re: inner, min: rmin, max: rmax } => {
+            let (p, q) = inner.length_bounds();
+            if Some(p) == q {
+                return restrict_length(re, min, Some(max)).unwrap_or_else(Re::nothing);
+            }
+            let per = p.max(1);
+            let mut count = (max / per).min(rmax.map_or(u64::MAX, u64::from));
+            if count == 0 {
+                return if *rmin == 0 && min == 0 { Re::empty() } else { Re::nothing() };
+            }
+            // A balanced split: about √max items of about √max characters each.
+            let balanced = ((max as f64).sqrt().ceil() as u64).max(1);
+            if count > balanced && p <= balanced {
+                count = balanced.max(u64::from(*rmin));
+            }
+            let item_hi = max / count;
+            if item_hi < p {
+                return Re::nothing();
+            }
+            let count_lo = u64::from(*rmin).max(min.div_ceil(item_hi));
+            if count_lo > count {
+                return Re::nothing();
+            }
+            let item_lo = if count_lo == 0 || count_lo * p >= min { p } else { min.div_ceil(count_lo) };
+            if item_lo > item_hi {
+                return Re::nothing();
+            }
+            let item = narrow_length(inner, item_lo, item_hi);
+            let to32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+            Re::repeat(item, to32(count_lo), Some(to32(count)))
+        }
+        Re::Class(_) | Re::Literal(_) | Re::Look(_) => Re::nothing(),
+    }
+}
+
+fn within(hi: Option<u64>, max: Option<u64>) -> bool {
+    match (hi, max) {
+        (_, None) => true,
+        (Some(h), Some(m)) => h <= m,
+        (None, Some(_)) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::re::CharSet;
+
+    fn class() -> Re {
+        Re::class(CharSet::from_ranges([(u32::from(b'a'), u32::from(b'z'))]))
+    }
+
+    #[test]
+    fn star_becomes_counted() {
+        let r = restrict_length(&Re::repeat(class(), 1, None), 3, Some(64)).expect("structural");
+        assert_eq!(r, Re::repeat(class(), 3, Some(64)));
+    }
+
+    #[test]
+    fn fixed_parts_shift_the_bounds() {
+        let re = Re::concat(vec![Re::literal("id-"), Re::repeat(class(), 0, None), Re::literal("!")]);
+        let r = restrict_length(&re, 0, Some(10)).expect("structural");
+        assert_eq!(r, Re::concat(vec![Re::literal("id-"), Re::repeat(class(), 0, Some(6)), Re::literal("!")]));
+        assert!(restrict_length(&re, 0, Some(3)).expect("structural").is_nothing());
+    }
+
+    #[test]
+    fn narrowing_keeps_a_subset_within_bounds() {
+        use crate::re::dfa::Dfa;
+        let label = Re::repeat(class(), 1, None);
+        let email = Re::concat(vec![label.clone(), Re::repeat(Re::concat(vec![Re::literal("."), label.clone()]), 0, None), Re::literal("@"), label]);
+        let narrowed = narrow_length(&email, 3, 20);
+        let (lo, hi) = narrowed.length_bounds();
+        assert!(lo >= 3 && hi.is_some_and(|h| h <= 20), "{lo} {hi:?}");
+        let d = Dfa::from_re(&narrowed).expect("small");
+        assert!(d.matches("ab@cd") && d.matches("a.b@c"));
+        assert!(!d.matches("a@") && !d.matches("abcdefghijklmnopqrstu@vw"));
+    }
+
+    #[test]
+    fn optional_groups_and_alternatives() {
+        let re = Re::repeat(Re::concat(vec![class(), Re::repeat(class(), 0, None)]), 0, Some(1));
+        let r = restrict_length(&re, 0, Some(4)).expect("structural");
+        assert_eq!(r.length_bounds(), (0, Some(4)));
+        let two_vars = Re::concat(vec![Re::repeat(class(), 0, None), Re::literal("@"), Re::repeat(class(), 0, None)]);
+        assert!(restrict_length(&two_vars, 0, Some(4)).is_none());
+    }
+}

@@ -1,0 +1,320 @@
+//! Regular languages over Unicode scalar values: the decoded text of JSON strings.
+//!
+//! String constraints (`pattern`, `format`, lengths, property names) are regular languages of
+//! *decoded* strings. They are combined here (intersection, complement, length bounds, through
+//! [`dfa`]) and only at the end spelled as JSON string text by [`crate::json_text`].
+
+mod charset;
+pub(crate) mod dfa;
+pub(crate) mod ecma;
+mod length;
+mod trie;
+
+pub(crate) use charset::CharSet;
+pub(crate) use length::{narrow_length, restrict_length};
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
+
+/// A zero-width assertion of an ECMA-262 pattern that has not been resolved yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Look {
+    /// `^`: the start of the string.
+    Start,
+    /// `$`: the end of the string.
+    End,
+}
+
+/// A regular expression over Unicode scalar values.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Re {
+    /// One character from the set; the empty set matches nothing.
+    Class(CharSet),
+    /// Exactly this text (the empty string when empty).
+    Literal(String),
+    /// Concatenation.
+    Concat(Vec<Re>),
+    /// Alternation; no alternatives matches nothing.
+    Alt(Vec<Re>),
+    /// `min..=max` repetitions (`None`: unbounded).
+    Repeat { re: Box<Re>, min: u32, max: Option<u32> },
+    /// An assertion; only inside patterns, removed by anchoring.
+    Look(Look),
+}
+
+impl Re {
+    pub(crate) fn empty() -> Re {
+        Re::Literal(String::new())
+    }
+
+    pub(crate) fn nothing() -> Re {
+        Re::Alt(Vec::new())
+    }
+
+    pub(crate) fn any_char() -> Re {
+        Re::Class(CharSet::any())
+    }
+
+    /// Any string.
+    pub(crate) fn any_string() -> Re {
+        Re::repeat(Re::any_char(), 0, None)
+    }
+
+    pub(crate) fn literal(text: &str) -> Re {
+        Re::Literal(text.to_string())
+    }
+
+    pub(crate) fn class(set: CharSet) -> Re {
+        Re::Class(set)
+    }
+
+    pub(crate) fn is_nothing(&self) -> bool {
+        match self {
+            Re::Class(s) => s.is_empty(),
+            Re::Alt(v) => v.is_empty(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn is_empty_string(&self) -> bool {
+        matches!(self, Re::Literal(s) if s.is_empty())
+    }
+
+    /// The concatenation, simplified: nested concatenations flattened, empty strings dropped,
+    /// adjacent literals joined; nothing if any part is nothing.
+    pub(crate) fn concat(parts: Vec<Re>) -> Re {
+        let mut out: Vec<Re> = Vec::with_capacity(parts.len());
+        for part in parts {
+            if part.is_nothing() {
+                return Re::nothing();
+            }
+            let items = match part {
+                Re::Concat(inner) => inner,
+                other => vec![other],
+            };
+            for item in items {
+                if item.is_empty_string() {
+                    continue;
+                }
+                if let (Some(Re::Literal(prev)), Re::Literal(next)) = (out.last_mut(), &item) {
+                    prev.push_str(next);
+                    continue;
+                }
+                out.push(item);
+            }
+        }
+        match out.len() {
+            0 => Re::empty(),
+            1 => out.pop().unwrap_or_else(Re::empty),
+            _ => Re::Concat(out),
+        }
+    }
+
+    /// The alternation, simplified: nested alternations flattened, nothing dropped, duplicates
+    /// removed and single characters merged into one class.
+    pub(crate) fn alt(alternatives: Vec<Re>) -> Re {
+        let mut out: Vec<Re> = Vec::with_capacity(alternatives.len());
+        let mut chars = CharSet::empty();
+        let mut have_chars = false;
+        let mut flat = Vec::with_capacity(alternatives.len());
+        for a in alternatives {
+            match a {
+                Re::Alt(inner) => flat.extend(inner),
+                other => flat.push(other),
+            }
+        }
+        for a in flat {
+            if a.is_nothing() {
+                continue;
+            }
+            match &a {
+                Re::Class(set) => {
+                    chars = chars.union(set);
+                    have_chars = true;
+                    continue;
+                }
+                Re::Literal(s) => {
+                    let mut it = s.chars();
+                    if let (Some(c), None) = (it.next(), it.next()) {
+                        chars = chars.union(&CharSet::single(c));
+                        have_chars = true;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+        if have_chars {
+            out.insert(0, Re::single_or_class(chars));
+        }
+        match out.len() {
+            0 => Re::nothing(),
+            1 => out.pop().unwrap_or_else(Re::nothing),
+            _ => Re::Alt(out),
+        }
+    }
+
+    fn single_or_class(set: CharSet) -> Re {
+        match set.single_char() {
+            Some(c) => Re::Literal(c.to_string()),
+            None => Re::Class(set),
+        }
+    }
+
+    /// `min..=max` repetitions of `re`, simplified.
+    pub(crate) fn repeat(re: Re, min: u32, max: Option<u32>) -> Re {
+        if let Some(max) = max {
+            if max < min {
+                return Re::nothing();
+            }
+            if max == 0 {
+                return Re::empty();
+            }
+        }
+        if re.is_nothing() {
+            return if min == 0 { Re::empty() } else { Re::nothing() };
+        }
+        if re.is_empty_string() {
+            return Re::empty();
+        }
+        if min == 1 && max == Some(1) {
+            return re;
+        }
+        Re::Repeat { re: Box::new(re), min, max }
+    }
+
+    pub(crate) fn optional(self) -> Re {
+        Re::repeat(self, 0, Some(1))
+    }
+
+    /// Shortest and longest length in characters (`None`: unbounded), ignoring that parts may
+    /// match nothing.
+    pub(crate) fn length_bounds(&self) -> (u64, Option<u64>) {
+        match self {
+            Re::Class(_) => (1, Some(1)),
+            Re::Literal(s) => {
+                let n = s.chars().count() as u64;
+                (n, Some(n))
+            }
+            Re::Look(_) => (0, Some(0)),
+            Re::Concat(parts) => parts.iter().fold((0, Some(0)), |(lo, hi), p| {
+                let (a, b) = p.length_bounds();
+                (lo.saturating_add(a), hi.zip(b).map(|(x, y)| x.saturating_add(y)))
+            }),
+            Re::Alt(parts) => {
+                if parts.is_empty() {
+                    return (0, Some(0));
+                }
+                parts.iter().fold((u64::MAX, Some(0)), |(lo, hi), p| {
+                    let (a, b) = p.length_bounds();
+                    (lo.min(a), hi.zip(b).map(|(x, y)| x.max(y)))
+                })
+            }
+            Re::Repeat { re, min, max } => {
+                let (a, b) = re.length_bounds();
+                let hi = match (b, max) {
+                    (Some(0), _) => Some(0),
+                    (Some(b), Some(m)) => Some(b.saturating_mul(u64::from(*m))),
+                    _ => None,
+                };
+                (a.saturating_mul(u64::from(*min)), hi)
+            }
+        }
+    }
+
+    /// Number of nodes, counting repeated parts once.
+    pub(crate) fn size(&self) -> usize {
+        match self {
+            Re::Class(_) | Re::Look(_) => 1,
+            Re::Literal(s) => 1 + s.len() / 8,
+            Re::Concat(parts) | Re::Alt(parts) => 1 + parts.iter().map(Re::size).sum::<usize>(),
+            Re::Repeat { re, .. } => 1 + re.size(),
+        }
+    }
+
+    /// Whether the expression nests deeper than `limit` (checked without deep recursion).
+    pub(crate) fn depth_exceeds(&self, limit: usize) -> bool {
+        let mut stack = vec![(self, 0usize)];
+        while let Some((re, d)) = stack.pop() {
+            if d > limit {
+                return true;
+            }
+            match re {
+                Re::Concat(parts) | Re::Alt(parts) => stack.extend(parts.iter().map(|p| (p, d + 1))),
+                Re::Repeat { re, .. } => stack.push((re, d + 1)),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    pub(crate) fn has_looks(&self) -> bool {
+        match self {
+            Re::Look(_) => true,
+            Re::Class(_) | Re::Literal(_) => false,
+            Re::Concat(parts) | Re::Alt(parts) => parts.iter().any(Re::has_looks),
+            Re::Repeat { re, .. } => re.has_looks(),
+        }
+    }
+
+    /// The same language as a `regex-syntax` HIR over Unicode text (for matching decoded
+    /// strings). Assertions become `^`/`$` of the whole text.
+    pub(crate) fn to_hir(&self) -> Hir {
+        match self {
+            Re::Class(set) => Hir::class(Class::Unicode(unicode_class(set))),
+            Re::Literal(s) => Hir::literal(s.as_bytes()),
+            Re::Concat(parts) => Hir::concat(parts.iter().map(Re::to_hir).collect()),
+            Re::Alt(parts) => {
+                if parts.is_empty() {
+                    Hir::fail()
+                } else {
+                    Hir::alternation(parts.iter().map(Re::to_hir).collect())
+                }
+            }
+            Re::Repeat { re, min, max } => Hir::repetition(regex_syntax::hir::Repetition {
+                min: *min,
+                max: *max,
+                greedy: true,
+                sub: Box::new(re.to_hir()),
+            }),
+            Re::Look(Look::Start) => Hir::look(regex_syntax::hir::Look::Start),
+            Re::Look(Look::End) => Hir::look(regex_syntax::hir::Look::End),
+        }
+    }
+}
+
+/// A `regex-syntax` Unicode class with the same members.
+pub(crate) fn unicode_class(set: &CharSet) -> ClassUnicode {
+    ClassUnicode::new(set.ranges().iter().filter_map(|&(a, b)| {
+        Some(ClassUnicodeRange::new(char::from_u32(a)?, char::from_u32(b)?))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructors_simplify() {
+        let r = Re::concat(vec![Re::literal("ab"), Re::empty(), Re::literal("c")]);
+        assert_eq!(r, Re::literal("abc"));
+        assert!(Re::concat(vec![Re::literal("a"), Re::nothing()]).is_nothing());
+        let a = Re::alt(vec![Re::literal("a"), Re::literal("b"), Re::nothing()]);
+        assert!(matches!(a, Re::Class(ref s) if s.count() == 2));
+        assert_eq!(Re::repeat(Re::nothing(), 0, None), Re::empty());
+        assert_eq!(Re::repeat(Re::literal("x"), 1, Some(1)), Re::literal("x"));
+    }
+
+    #[test]
+    fn length_bounds() {
+        let r = Re::concat(vec![
+            Re::literal("ab"),
+            Re::repeat(Re::any_char(), 1, Some(3)),
+            Re::alt(vec![Re::literal("x"), Re::literal("yyy")]),
+        ]);
+        assert_eq!(r.length_bounds(), (4, Some(8)));
+        assert_eq!(Re::any_string().length_bounds(), (0, None));
+    }
+}

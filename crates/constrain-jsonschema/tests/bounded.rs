@@ -1,0 +1,149 @@
+//! Hostile schemas compile to a clean error or a correct grammar, in bounded time and memory:
+//! deep nesting, huge enums, megabyte schemas, catastrophic patterns, dangling and cyclic
+//! references.
+
+mod common;
+
+use common::{byte_index, Checked};
+use constrain_jsonschema::{compile, compile_str, Options, SchemaError};
+use serde_json::{json, Value};
+
+/// Runs `f` on a thread with a large stack (deep `serde_json` values recurse when dropped).
+fn with_big_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new().stack_size(256 << 20).spawn(f).expect("thread").join().expect("no panic");
+}
+
+fn nested(depth: usize) -> Value {
+    let mut v = json!({"type": "integer"});
+    for _ in 0..depth {
+        v = json!({"type": "object", "properties": {"a": v}});
+    }
+    v
+}
+
+#[test]
+fn ten_thousand_levels_of_nesting_are_an_error() {
+    with_big_stack(|| {
+        let schema = nested(10_000);
+        let err = compile(&schema, &Options::default()).expect_err("too deep");
+        assert!(matches!(err, SchemaError::TooComplex { .. }), "{err}");
+        // As text, the JSON parser's own recursion limit answers first.
+        let text = serde_json::to_string(&schema).expect("serializes");
+        let err = compile_str(&text, &Options::default()).expect_err("too deep");
+        assert!(matches!(err, SchemaError::Json { .. }), "{err}");
+        drop(schema);
+    });
+}
+
+#[test]
+fn moderate_nesting_compiles_and_matches() {
+    let index = byte_index();
+    let c = Checked::new(&index, &nested(60), &Options::default()).expect("compiles");
+    let mut doc = json!(7);
+    for _ in 0..60 {
+        doc = json!({"a": doc});
+    }
+    assert_eq!(c.accepts(&doc), (true, true));
+}
+
+#[test]
+fn hundred_thousand_value_enum() {
+    let values: Vec<Value> = (0..100_000).map(|i| json!(format!("value-{i}"))).collect();
+    let compiled = compile(&json!({"enum": values}), &Options::default()).expect("compiles");
+    assert!(compiled.warnings.iter().any(|w| w.kind == constrain_jsonschema::WarningKind::CanonicalSpelling));
+    // A tenth of it, through the engine.
+    let values: Vec<Value> = (0..10_000).map(|i| json!(format!("value-{i}"))).collect();
+    let index = byte_index();
+    let c = Checked::new(&index, &json!({"enum": values}), &Options::default()).expect("compiles");
+    assert!(c.accepts_text("\"value-9999\""));
+    assert!(c.accepts_text("\"value-0\""));
+    assert!(!c.accepts_text("\"value-10000\""));
+    let numbers: Vec<Value> = (0..100_000).map(|i| json!(i * 3)).collect();
+    let compiled = compile(&json!({"enum": numbers}), &Options::default());
+    assert!(compiled.is_ok() || matches!(compiled, Err(SchemaError::TooComplex { .. } | SchemaError::Grammar(_))));
+}
+
+#[test]
+fn megabyte_schema() {
+    let mut props = serde_json::Map::new();
+    for i in 0..8_000 {
+        props.insert(
+            format!("property_number_{i}"),
+            json!({"type": "string", "description": "a description that takes some room in the schema text", "maxLength": 40}),
+        );
+    }
+    let schema = json!({"type": "object", "properties": props, "additionalProperties": false});
+    let text = serde_json::to_string(&schema).expect("serializes");
+    assert!(text.len() > 1_000_000);
+    let compiled = compile_str(&text, &Options::default()).expect("compiles");
+    assert!(compiled.grammar.rule_count() > 8_000);
+}
+
+#[test]
+fn catastrophic_patterns_are_bounded() {
+    for pattern in ["(a*)*b", "(a|a)*c", "^(a+)+$", "(x+x+)+y", "((a{1,100}){1,100}){1,100}", "(.*a){20}", "^(?:[a-z0-9]+(?:-[a-z0-9]+)*\\.)+[a-z]{2,}$"] {
+        let schema = json!({"type": "string", "pattern": pattern});
+        match compile(&schema, &Options::default()) {
+            Ok(_) => {}
+            Err(e) => assert!(matches!(e, SchemaError::TooComplex { .. } | SchemaError::Grammar(_) | SchemaError::Unsupported { .. }), "{pattern}: {e}"),
+        }
+        let with_length = json!({"type": "string", "pattern": pattern, "minLength": 3, "maxLength": 900});
+        if let Err(e) = compile(&with_length, &Options::default()) {
+            assert!(matches!(e, SchemaError::TooComplex { .. } | SchemaError::Grammar(_) | SchemaError::Unsupported { .. }), "{pattern}: {e}");
+        }
+    }
+}
+
+#[test]
+fn dangling_references_are_errors() {
+    for schema in [
+        json!({"$ref": "#/$defs/missing"}),
+        json!({"$ref": "#nowhere"}),
+        json!({"$ref": "https://example.com/remote.json"}),
+        json!({"properties": {"a": {"$ref": "#/properties/b"}}}),
+    ] {
+        let err = compile(&schema, &Options::default()).expect_err("dangling");
+        assert!(matches!(err, SchemaError::UnresolvedRef { .. }), "{schema}: {err}");
+        assert!(err.pointer().is_some());
+    }
+}
+
+#[test]
+fn references_without_progress_are_errors_or_empty() {
+    for schema in [
+        json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+        json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+        json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"type": "object"}]}}, "$ref": "#/$defs/a"}),
+        json!({"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}),
+        json!({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}),
+    ] {
+        match compile(&schema, &Options::default()) {
+            Ok(c) => {
+                // Only acceptable if the language is empty: the engine then refuses it.
+                let index = byte_index();
+                assert!(constrain_engine::CompiledGrammar::new(&c.grammar, index, Default::default()).is_err(), "{schema}");
+            }
+            Err(e) => assert!(matches!(e, SchemaError::Invalid { .. } | SchemaError::Unsatisfiable { .. } | SchemaError::TooComplex { .. }), "{schema}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn recursion_through_the_root_is_fine() {
+    let index = byte_index();
+    // `{"$ref": "#"}` as a subschema recurses with progress; as the whole document it is a
+    // reference to itself that never reaches a constraint.
+    let c = Checked::new(&index, &json!({"type": ["integer", "array"], "items": {"$ref": "#"}}), &Options::default()).expect("compiles");
+    assert_eq!(c.accepts(&json!([1, [2, [3]], []])), (true, true));
+    assert_eq!(c.accepts(&json!([1, ["x"]])), (false, false));
+    assert!(compile(&json!({"$ref": "#"}), &Options::default()).is_err());
+    let tree = json!({
+        "type": "object",
+        "properties": {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#"}}},
+        "required": ["value"],
+        "additionalProperties": false
+    });
+    let c = Checked::new(&index, &tree, &Options::default()).expect("compiles");
+    assert_eq!(c.accepts(&json!({"value": 1, "children": [{"value": 2}, {"value": 3, "children": []}]})), (true, true));
+    assert_eq!(c.accepts(&json!({"value": 1, "children": [{"children": []}]})), (false, false));
+}

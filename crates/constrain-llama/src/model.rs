@@ -1,0 +1,156 @@
+//! Loading a GGUF model and turning prompts into tokens.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use constrain_engine::{CompiledGrammar, Grammar, Limits, TokenIndex};
+use constrain_vocab::Vocabulary;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
+use llama_cpp_2::{send_logs_to_tracing, LogOptions};
+
+use crate::vocabulary::vocabulary_from_model;
+use crate::LlamaError;
+
+/// How to load a model.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Let llama.cpp write its log to stderr. The first load of a process decides this for the
+    /// whole process (llama.cpp's log hook is global).
+    pub verbose: bool,
+    /// Layers to offload to a GPU (only with the `cuda` feature; 0 = CPU only).
+    pub gpu_layers: u32,
+}
+
+/// A loaded model with its vocabulary.
+pub struct Model {
+    model: LlamaModel,
+    path: PathBuf,
+    vocabulary: Arc<Vocabulary>,
+    index: OnceLock<Arc<TokenIndex>>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("path", &self.path)
+            .field("vocabulary_len", &self.vocabulary.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// Loads the GGUF model at `path` and reads its vocabulary.
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Model, LlamaError> {
+        if !path.is_file() {
+            return Err(LlamaError::ModelNotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        let backend = backend(options.verbose)?;
+        let params = LlamaModelParams::default().with_n_gpu_layers(options.gpu_layers);
+        let model = LlamaModel::load_from_file(backend, path, &params).map_err(|source| {
+            LlamaError::ModelLoad {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        let vocabulary = Arc::new(vocabulary_from_model(&model)?);
+        Ok(Model {
+            model,
+            path: path.to_path_buf(),
+            vocabulary,
+            index: OnceLock::new(),
+        })
+    }
+
+    /// The file the model was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every token's bytes and kind, as the model emits them.
+    pub fn vocabulary(&self) -> &Arc<Vocabulary> {
+        &self.vocabulary
+    }
+
+    /// The token trie of the vocabulary, built on first use and shared by every grammar.
+    pub fn token_index(&self) -> Arc<TokenIndex> {
+        self.index
+            .get_or_init(|| TokenIndex::new(Arc::clone(&self.vocabulary)))
+            .clone()
+    }
+
+    /// Compiles `grammar` against this model's vocabulary.
+    pub fn compile(
+        &self,
+        grammar: &Grammar,
+        limits: Limits,
+    ) -> Result<Arc<CompiledGrammar>, LlamaError> {
+        Ok(CompiledGrammar::new(grammar, self.token_index(), limits)?)
+    }
+
+    /// The context length the model was trained with.
+    pub fn n_ctx_train(&self) -> u32 {
+        self.model.n_ctx_train()
+    }
+
+    /// Tokenizes a prompt, with the model's start token.
+    ///
+    /// With `chat`, the prompt becomes one user turn of the model's chat template, followed by
+    /// the opening of the model's turn; the template's markers become control tokens. Without
+    /// it, the text is taken literally (text that looks like a control token stays text).
+    pub fn prompt_tokens(&self, prompt: &str, chat: bool) -> Result<Vec<u32>, LlamaError> {
+        let text = if chat {
+            self.apply_chat_template(prompt)?
+        } else {
+            prompt.to_string()
+        };
+        let vocab = self.model.vocab();
+        // `add_special` adds the start token if the model wants one; only a chat template's own
+        // markers are parsed as control tokens.
+        let tokens = vocab.tokenize(text.as_bytes(), true, chat);
+        let mut ids: Vec<u32> = tokens.iter().map(|t| t.0 as u32).collect();
+        // A template that writes the start token itself would otherwise give two of them.
+        let bos = vocab.bos().0 as u32;
+        if ids.len() >= 2 && ids[0] == bos && ids[1] == bos {
+            ids.remove(0);
+        }
+        if ids.is_empty() {
+            return Err(LlamaError::EmptyPrompt);
+        }
+        Ok(ids)
+    }
+
+    fn apply_chat_template(&self, prompt: &str) -> Result<String, LlamaError> {
+        let err = |e: &dyn std::fmt::Display| LlamaError::ChatTemplate(e.to_string());
+        let template = self.model.chat_template(None).map_err(|e| err(&e))?;
+        let message = LlamaChatMessage::new("user".into(), prompt.into()).map_err(|e| err(&e))?;
+        self.model
+            .apply_chat_template(&template, &[message], true)
+            .map_err(|e| err(&e))
+    }
+
+    pub(crate) fn llama(&self) -> &LlamaModel {
+        &self.model
+    }
+}
+
+/// The process-wide llama.cpp backend; llama.cpp may be initialized only once per process.
+pub(crate) fn backend(verbose: bool) -> Result<&'static LlamaBackend, LlamaError> {
+    static BACKEND: Mutex<Option<&'static LlamaBackend>> = Mutex::new(None);
+    let mut slot = BACKEND
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(backend) = *slot {
+        return Ok(backend);
+    }
+    if !verbose {
+        // Without a subscriber, tracing drops the records: llama.cpp stays silent.
+        send_logs_to_tracing(LogOptions::default().with_logs_enabled(false));
+    }
+    let backend: &'static LlamaBackend = Box::leak(Box::new(LlamaBackend::init()?));
+    *slot = Some(backend);
+    Ok(backend)
+}

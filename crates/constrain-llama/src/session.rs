@@ -1,0 +1,143 @@
+//! A context (KV cache) of a model, and the evaluation of tokens in it.
+
+use std::num::NonZeroU32;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+
+use crate::model::{backend, Model};
+use crate::LlamaError;
+
+/// How to create a [`Session`].
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// Tokens the context holds: prompt plus output.
+    pub ctx_size: u32,
+    /// Threads for evaluation (`None`: all available cores).
+    pub threads: Option<u32>,
+    /// Largest number of tokens evaluated in one llama.cpp call.
+    pub batch_size: u32,
+}
+
+impl Default for SessionOptions {
+    fn default() -> SessionOptions {
+        SessionOptions {
+            ctx_size: 4096,
+            threads: None,
+            batch_size: 512,
+        }
+    }
+}
+
+/// One sequence's context: evaluates tokens and exposes the logits of the last one.
+///
+/// Generation lives in [`Session::generate`](crate::Session::generate); a session can run any
+/// number of generations one after the other (each starts from an empty context).
+pub struct Session<'m> {
+    pub(crate) model: &'m Model,
+    ctx: LlamaContext<'m>,
+    batch: LlamaBatch<'static>,
+    ctx_size: u32,
+    batch_size: usize,
+    /// Tokens evaluated so far (the next token's position).
+    pos: usize,
+    /// Index in the last batch of the token whose logits are current.
+    logits_index: Option<i32>,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("ctx_size", &self.ctx_size)
+            .field("pos", &self.pos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'m> Session<'m> {
+    /// Creates a context for `model`.
+    pub fn new(model: &'m Model, options: &SessionOptions) -> Result<Session<'m>, LlamaError> {
+        let threads = options.threads.map_or_else(available_threads, |t| t.max(1));
+        let threads = i32::try_from(threads).unwrap_or(i32::MAX);
+        let ctx_size = options.ctx_size.max(1);
+        let batch_size = options.batch_size.clamp(1, ctx_size);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(ctx_size))
+            .with_n_batch(batch_size)
+            .with_n_ubatch(batch_size)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        // The backend exists: the model was loaded through it.
+        let backend = backend(false)?;
+        let ctx = model
+            .llama()
+            .new_context(backend, params)
+            .map_err(|source| LlamaError::Context { ctx_size, source })?;
+        Ok(Session {
+            model,
+            ctx,
+            batch: LlamaBatch::new(batch_size as usize, 1),
+            ctx_size,
+            batch_size: batch_size as usize,
+            pos: 0,
+            logits_index: None,
+        })
+    }
+
+    /// The model of this session.
+    pub fn model(&self) -> &'m Model {
+        self.model
+    }
+
+    /// Tokens the context holds.
+    pub fn ctx_size(&self) -> u32 {
+        self.ctx_size
+    }
+
+    /// Tokens evaluated since the last [`Session::clear`].
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Forgets every evaluated token.
+    pub(crate) fn clear(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.pos = 0;
+        self.logits_index = None;
+    }
+
+    /// Evaluates `tokens` after the ones already evaluated; afterwards [`Session::logits`] are the
+    /// next-token logits after the last of them.
+    pub(crate) fn eval(&mut self, tokens: &[u32]) -> Result<(), LlamaError> {
+        for (i, chunk) in tokens.chunks(self.batch_size).enumerate() {
+            let last_chunk = (i + 1) * self.batch_size >= tokens.len();
+            self.batch.clear();
+            for (j, &token) in chunk.iter().enumerate() {
+                let wants_logits = last_chunk && j + 1 == chunk.len();
+                let position = i32::try_from(self.pos + j).unwrap_or(i32::MAX);
+                let token = LlamaToken::new(i32::try_from(token).unwrap_or(i32::MAX));
+                self.batch.add(token, position, &[0], wants_logits)?;
+            }
+            self.ctx.decode(&mut self.batch)?;
+            self.pos += chunk.len();
+            if last_chunk {
+                self.logits_index = Some(self.batch.n_tokens() - 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next-token logits after the last evaluated token (one per vocabulary id).
+    pub(crate) fn logits(&self) -> &[f32] {
+        match self.logits_index {
+            Some(index) => self.ctx.get_logits_ith(index),
+            None => &[],
+        }
+    }
+}
+
+fn available_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1))
+}
