@@ -10,7 +10,8 @@ pub struct Limits {
     pub max_terminal_nfa_bytes: usize,
     /// Heap bytes of all terminal NFAs together.
     pub max_total_nfa_bytes: usize,
-    /// Size (HIR nodes) up to which a non-recursive rule is inlined into a regular terminal.
+    /// Size (rough NFA states) up to which a regular expression is inlined into one terminal;
+    /// larger ones stay rules, so nested counted repetitions cannot blow up one automaton.
     pub max_inline_size: usize,
     /// Lexer automaton states (sets of NFA states) built lazily over the grammar's lifetime.
     pub max_lexer_states: usize,
@@ -31,7 +32,7 @@ impl Default for Limits {
         Limits {
             max_terminal_nfa_bytes: 64 << 20,
             max_total_nfa_bytes: 512 << 20,
-            max_inline_size: 250_000,
+            max_inline_size: 1_000_000,
             max_lexer_states: 200_000,
             max_rows: 500_000,
             max_items_per_row: 100_000,

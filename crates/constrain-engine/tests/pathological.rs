@@ -197,3 +197,21 @@ fn look_around_is_rejected_with_its_regex() {
     let err = try_compile(&Grammar::from_regex(r"a\bb").unwrap(), Limits::default()).unwrap_err();
     assert!(err.to_string().contains("look-around"), "{err}");
 }
+
+#[test]
+fn nested_counted_repetitions_stay_within_budgets() {
+    // Inlined into one terminal this would need millions of NFA states; kept as rules it is small.
+    let text = Expr::char_class(&[('\n', '\n'), ('#', '#')], true).repeat(0, Some(199));
+    let sub = Expr::seq(vec![Expr::literal("- "), text, Expr::literal("\n")]).repeat(0, Some(20));
+    let item = Expr::seq(vec![
+        Expr::literal("# "),
+        Expr::regex("[a-z]{1,20}").unwrap(),
+        Expr::literal("\n"),
+        sub,
+    ]);
+    let mut b = GrammarBuilder::new();
+    let root = b.add_rule("root", item.repeat(1, Some(50))).unwrap();
+    let g = try_compile(&b.build(root).unwrap(), Limits::default()).unwrap();
+    assert!(accepts(&g, b"# abc\n- x y z\n- \n# d\n"));
+    assert!(!accepts(&g, b"# abc\n- x # y\n"));
+}

@@ -652,13 +652,17 @@ fn literal_trie(words: &[Vec<u8>]) -> Hir {
     Hir::alternation(alternatives)
 }
 
-/// Number of nodes of `hir`, iteratively.
+/// The size of `hir` in rough NFA states: one per node, a Unicode class one per UTF-8 range
+/// it compiles to (about four per code point range). Computed iteratively.
 fn hir_size(hir: &Hir) -> usize {
-    use regex_syntax::hir::HirKind;
+    use regex_syntax::hir::{Class, HirKind};
     let mut size = 0;
     let mut stack = vec![hir];
     while let Some(h) = stack.pop() {
-        size += 1;
+        size += match h.kind() {
+            HirKind::Class(Class::Unicode(class)) => 1 + 4 * class.ranges().len(),
+            _ => 1,
+        };
         match h.kind() {
             HirKind::Concat(hs) | HirKind::Alternation(hs) => stack.extend(hs.iter()),
             HirKind::Repetition(rep) => stack.push(&rep.sub),
