@@ -12,10 +12,8 @@ use constrain_vocab::Tokenizer;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn json_grammar() -> Grammar {
-    let path = constrain_testdata::workspace_root()
-        .join("grammars/json.gbnf");
-    let text = std::fs::read_to_string(&path)
-        .expect("grammars/json.gbnf");
+    let path = constrain_testdata::workspace_root().join("grammars/json.gbnf");
+    let text = std::fs::read_to_string(&path).expect("grammars/json.gbnf");
     constrain_gbnf::parse(&text).expect("json.gbnf parses")
 }
 
@@ -42,6 +40,8 @@ fn tokenizers() -> Vec<(String, Tokenizer)> {
 fn document() -> String {
     std::fs::read_to_string(constrain_testdata::fixture("documents/order.json"))
         .expect("fixture document")
+        .trim_end()
+        .to_string()
 }
 
 /// Time of `fill_mask` for every token of `tokens`, in microseconds.

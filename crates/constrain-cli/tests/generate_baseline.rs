@@ -20,7 +20,10 @@ fn without_the_schema_the_same_prompts_give_invalid_output() {
     for file in schema_files() {
         let schema = read_schema(&file);
         let prompt = schema_prompt(&schema);
-        let run = constrain(&generation_args(&[], &prompt, "64", &["--temperature", "0"]), None);
+        let run = constrain(
+            &generation_args(&[], &prompt, "64", &["--temperature", "0"]),
+            None,
+        );
         let verdict = json_validates(&validator(&schema), &run.stdout);
         if verdict.is_ok() {
             valid.push(file.clone());
@@ -32,5 +35,9 @@ fn without_the_schema_the_same_prompts_give_invalid_output() {
         ));
     }
     eprintln!("{}", report.join("\n"));
-    assert!(valid.is_empty(), "valid without a constraint: {valid:?}\n{}", report.join("\n"));
+    assert!(
+        valid.is_empty(),
+        "valid without a constraint: {valid:?}\n{}",
+        report.join("\n")
+    );
 }

@@ -12,7 +12,11 @@ fn assert_clean_error(run: &Run, expected: &[&str]) {
     assert!(run.stdout.is_empty(), "nothing on stdout on error: {run:?}");
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     for text in expected {
-        assert!(run.stderr.contains(text), "stderr lacks {text:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(text),
+            "stderr lacks {text:?}: {}",
+            run.stderr
+        );
     }
 }
 
@@ -28,7 +32,16 @@ fn help_shows_the_examples() {
     let run = constrain(&["--help"], None);
     assert_eq!(run.code, Some(0));
     let help = String::from_utf8(run.stdout).unwrap();
-    for text in ["Examples:", "constrain fetch-model", "--schema", "--regex", "--grammar", "--json", "--max-tokens", "Exit status"] {
+    for text in [
+        "Examples:",
+        "constrain fetch-model",
+        "--schema",
+        "--regex",
+        "--grammar",
+        "--json",
+        "--max-tokens",
+        "Exit status",
+    ] {
         assert!(help.contains(text), "--help lacks {text:?}");
     }
 }
@@ -36,7 +49,11 @@ fn help_shows_the_examples() {
 #[test]
 fn a_missing_default_model_says_how_to_fetch_it() {
     let empty = scratch_dir("no-model");
-    let run = constrain_with_env(&["--regex", "[a-z]+", "hello"], None, &[("CONSTRAIN_CACHE_DIR", empty.to_str().unwrap())]);
+    let run = constrain_with_env(
+        &["--regex", "[a-z]+", "hello"],
+        None,
+        &[("CONSTRAIN_CACHE_DIR", empty.to_str().unwrap())],
+    );
     assert_clean_error(&run, &["constrain fetch-model", "--model"]);
     std::fs::remove_dir_all(empty).unwrap();
 }
@@ -52,13 +69,26 @@ fn a_bad_schema_is_reported_before_loading_the_model() {
     let dir = scratch_dir("bad-schema");
     let cases = [
         ("not_json.json", "{\"type\": \"object\",", "not valid JSON"),
-        ("bad_type.json", r#"{"type": "object", "properties": {"a": {"type": "strnig"}}}"#, "/properties/a"),
+        (
+            "bad_type.json",
+            r#"{"type": "object", "properties": {"a": {"type": "strnig"}}}"#,
+            "/properties/a",
+        ),
     ];
     for (name, text, expected) in cases {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         // The missing model would be the next error: the schema must be reported first.
-        let run = constrain(&["--model", "/nonexistent.gguf", "--schema", path.to_str().unwrap(), "x"], None);
+        let run = constrain(
+            &[
+                "--model",
+                "/nonexistent.gguf",
+                "--schema",
+                path.to_str().unwrap(),
+                "x",
+            ],
+            None,
+        );
         assert_clean_error(&run, &[name, expected]);
     }
     std::fs::remove_dir_all(dir).unwrap();
@@ -66,12 +96,24 @@ fn a_bad_schema_is_reported_before_loading_the_model() {
 
 #[test]
 fn bad_regexes_and_grammars_are_reported() {
-    let run = constrain(&["--model", "/nonexistent.gguf", "--regex", "(ab", "x"], None);
+    let run = constrain(
+        &["--model", "/nonexistent.gguf", "--regex", "(ab", "x"],
+        None,
+    );
     assert_clean_error(&run, &["regex"]);
     let dir = scratch_dir("bad-gbnf");
     let path = dir.join("bad.gbnf");
     std::fs::write(&path, "root ::= \"a\" undefined-rule\n").unwrap();
-    let run = constrain(&["--model", "/nonexistent.gguf", "--grammar", path.to_str().unwrap(), "x"], None);
+    let run = constrain(
+        &[
+            "--model",
+            "/nonexistent.gguf",
+            "--grammar",
+            path.to_str().unwrap(),
+            "x",
+        ],
+        None,
+    );
     assert_clean_error(&run, &["bad.gbnf", "undefined-rule"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -114,16 +156,35 @@ fn the_stats_line_ends_stderr_and_stdout_holds_only_the_output() {
     if !model_available("the_stats_line_ends_stderr_and_stdout_holds_only_the_output") {
         return;
     }
-    let args = generation_args(&["--regex", "(yes|no)"], "Is water wet? Answer: ", "8", &["--temperature", "0"]);
+    let args = generation_args(
+        &["--regex", "(yes|no)"],
+        "Is water wet? Answer: ",
+        "8",
+        &["--temperature", "0"],
+    );
     let run = constrain(&args, None);
     assert_eq!(run.code, Some(0), "{run:?}");
     let text = run.text();
     assert!(text == "yes" || text == "no", "stdout: {text:?}");
     let stats = run.stats();
-    let keys: Vec<&str> = stats.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = stats
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         keys,
-        ["sampled_tokens", "forced_tokens", "prompt_tokens", "decode_s", "sampled_tokens_per_s", "mask_us_p50", "mask_us_p99", "stop_reason"]
+        [
+            "sampled_tokens",
+            "forced_tokens",
+            "prompt_tokens",
+            "decode_s",
+            "sampled_tokens_per_s",
+            "mask_us_p50",
+            "mask_us_p99",
+            "stop_reason"
+        ]
     );
     assert!(stats["prompt_tokens"].as_u64().unwrap() > 3);
     assert!(stats["mask_us_p50"].as_f64().unwrap() > 0.0);

@@ -12,20 +12,32 @@ use generate_support::{
 };
 
 /// Runs every sampling case and fails with all bad runs listed.
-fn check(name: &str, constraint: &[&str], prompt: &str, max_tokens: &str, valid: &dyn Fn(&[u8]) -> Result<(), String>) {
+fn check(
+    name: &str,
+    constraint: &[&str],
+    prompt: &str,
+    max_tokens: &str,
+    valid: &dyn Fn(&[u8]) -> Result<(), String>,
+) {
     if !model_available(name) {
         return;
     }
     let mut failures = Vec::new();
     for (label, sampling) in sampling_cases() {
         let sampling: Vec<&str> = sampling.iter().map(String::as_str).collect();
-        let run: Run = constrain(&generation_args(constraint, prompt, max_tokens, &sampling), None);
+        let run: Run = constrain(
+            &generation_args(constraint, prompt, max_tokens, &sampling),
+            None,
+        );
         let outcome = match run.code {
             Some(0) => complete(&run).and_then(|()| valid(&run.stdout)),
             code => Err(format!("exit {code:?}: {}", run.stderr)),
         };
         if let Err(why) = outcome {
-            failures.push(format!("{label}: {why}\n  output: {:?}", String::from_utf8_lossy(&run.stdout)));
+            failures.push(format!(
+                "{label}: {why}\n  output: {:?}",
+                String::from_utf8_lossy(&run.stdout)
+            ));
         }
     }
     assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
@@ -35,7 +47,9 @@ fn check_gbnf(file: &str, prompt: &str, max_tokens: &str) {
     let text = std::fs::read_to_string(workspace().join("grammars").join(file)).unwrap();
     let grammar = constrain_gbnf::parse(&text).unwrap();
     let arg = format!("grammars/{file}");
-    check(file, &["--grammar", &arg], prompt, max_tokens, &|out| grammar_accepts(&grammar, out));
+    check(file, &["--grammar", &arg], prompt, max_tokens, &|out| {
+        grammar_accepts(&grammar, out)
+    });
 }
 
 fn check_regex(pattern: &str, prompt: &str, max_tokens: &str) {
@@ -52,7 +66,11 @@ fn check_regex(pattern: &str, prompt: &str, max_tokens: &str) {
 
 #[test]
 fn sql_select_gbnf() {
-    check_gbnf("sql_select.gbnf", "The SQL query for the names of users older than 30:\n", "64");
+    check_gbnf(
+        "sql_select.gbnf",
+        "The SQL query for the names of users older than 30:\n",
+        "64",
+    );
 }
 
 #[test]
@@ -62,15 +80,30 @@ fn iso8601_gbnf() {
 
 #[test]
 fn json_gbnf() {
-    check_gbnf("json.gbnf", "A JSON object with a name and a list of tags:\n", "160");
+    // JSON Lines: a base model continues the pattern; a question would let it answer with
+    // any JSON value, long numbers included.
+    let prompt = concat!(
+        "{\"theme\": \"dark\", \"font_size\": 14}\n",
+        "{\"theme\": \"light\", \"font_size\": 12, \"plugins\": [\"git\"]}\n",
+        "{\"theme\": \"solarized\", \"font_size\": 16, \"plugins\": []}\n",
+    );
+    check_gbnf("json.gbnf", prompt, "80");
 }
 
 #[test]
 fn phone_number_regex() {
-    check_regex(r"\+1 \([0-9]{3}\) [0-9]{3}-[0-9]{4}", "Call our office at ", "24");
+    check_regex(
+        r"\+1 \([0-9]{3}\) [0-9]{3}-[0-9]{4}",
+        "Call our office at ",
+        "24",
+    );
 }
 
 #[test]
 fn word_list_regex() {
-    check_regex(r"(red|green|blue|yellow)(, (red|green|blue|yellow)){2,4}", "Some colors: ", "24");
+    check_regex(
+        r"(red|green|blue|yellow)(, (red|green|blue|yellow)){2,4}",
+        "Some colors: ",
+        "24",
+    );
 }

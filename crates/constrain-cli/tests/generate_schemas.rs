@@ -55,7 +55,11 @@ fn every_schema_has_a_test_and_valid_examples() {
         let validator = validator(&schema);
         for example in schema["examples"].as_array().unwrap() {
             let text = one_line_json(example);
-            assert_eq!(json_validates(&validator, text.as_bytes()), Ok(()), "{file}: {text}");
+            assert_eq!(
+                json_validates(&validator, text.as_bytes()),
+                Ok(()),
+                "{file}: {text}"
+            );
         }
     }
 }

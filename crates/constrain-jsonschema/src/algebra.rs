@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::ctx::{Ctx, Fail, MAX_BRANCHES};
 use crate::error::{SchemaError, WarningKind};
-use crate::ir::{ArraySet, Contains, KeySet, Lit, Node, NumberSet, ObjectSet, StringSet, Typed};
+use crate::ir::{ArraySet, Contains, Exists, KeyRule, KeySet, Lit, Node, NumberSet, ObjectSet, StringSet, Typed};
 use crate::number::{compare, number_re, Bound, Decimal, Kind};
 use crate::re::{dfa, Re};
 
@@ -15,7 +15,10 @@ pub(crate) fn max_lo(a: Bound, b: Bound) -> Bound {
     match compare(&a.value, &b.value) {
         Ordering::Greater => a,
         Ordering::Less => b,
-        Ordering::Equal => Bound { value: a.value, exclusive: a.exclusive || b.exclusive },
+        Ordering::Equal => Bound {
+            value: a.value,
+            exclusive: a.exclusive || b.exclusive,
+        },
     }
 }
 
@@ -24,7 +27,10 @@ pub(crate) fn min_hi(a: Bound, b: Bound) -> Bound {
     match compare(&a.value, &b.value) {
         Ordering::Less => a,
         Ordering::Greater => b,
-        Ordering::Equal => Bound { value: a.value, exclusive: a.exclusive || b.exclusive },
+        Ordering::Equal => Bound {
+            value: a.value,
+            exclusive: a.exclusive || b.exclusive,
+        },
     }
 }
 
@@ -87,17 +93,27 @@ impl Ctx<'_> {
                     match self.accepts(other, &lit.value) {
                         Ok(true) => kept.push(lit.clone()),
                         Ok(false) => {}
-                        Err(Fail::InProgress(_)) => return Ok(Node::Ref(self.meet_def(a.clone(), b.clone(), pointer)?)),
+                        Err(Fail::InProgress(_)) => {
+                            return Ok(Node::Ref(self.meet_def(a.clone(), b.clone(), pointer)?))
+                        }
                         Err(Fail::Error(e)) => return Err(e),
                     }
                 }
-                Ok(if kept.is_empty() { Node::Nothing } else { Node::Const(kept.into()) })
+                Ok(if kept.is_empty() {
+                    Node::Nothing
+                } else {
+                    Node::Const(kept.into())
+                })
             }
             (Node::AnyOf(xs), Node::AnyOf(ys)) => {
                 if xs.len() * ys.len() > MAX_BRANCHES {
                     return Err(SchemaError::TooComplex {
                         pointer: crate::ctx::pointer_or_root(pointer),
-                        what: format!("alternatives of combined anyOf/oneOf ({} × {})", xs.len(), ys.len()),
+                        what: format!(
+                            "alternatives of combined anyOf/oneOf ({} × {})",
+                            xs.len(),
+                            ys.len()
+                        ),
                         limit: MAX_BRANCHES,
                     });
                 }
@@ -116,13 +132,19 @@ impl Ctx<'_> {
                 }
                 Ok(Node::any_of(out))
             }
-            (Node::Ref(_), _) | (_, Node::Ref(_)) => Ok(Node::Ref(self.meet_def(a.clone(), b.clone(), pointer)?)),
+            (Node::Ref(_), _) | (_, Node::Ref(_)) => {
+                Ok(Node::Ref(self.meet_def(a.clone(), b.clone(), pointer)?))
+            }
             (Node::Typed(x), Node::Typed(y)) => self.meet_typed(x, y, pointer),
         }
     }
 
     fn meet_typed(&mut self, x: &Typed, y: &Typed, pointer: &str) -> Result<Node, SchemaError> {
-        let mut t = Typed { null: x.null && y.null, boolean: x.boolean && y.boolean, ..Typed::default() };
+        let mut t = Typed {
+            null: x.null && y.null,
+            boolean: x.boolean && y.boolean,
+            ..Typed::default()
+        };
         if let (Some(a), Some(b)) = (&x.number, &y.number) {
             t.number = meet_numbers(a, b);
         }
@@ -138,7 +160,12 @@ impl Ctx<'_> {
         Ok(Node::typed(t))
     }
 
-    fn meet_arrays(&mut self, a: &ArraySet, b: &ArraySet, pointer: &str) -> Result<Option<ArraySet>, SchemaError> {
+    fn meet_arrays(
+        &mut self,
+        a: &ArraySet,
+        b: &ArraySet,
+        pointer: &str,
+    ) -> Result<Option<ArraySet>, SchemaError> {
         let len = a.prefix.len().max(b.prefix.len());
         let mut prefix = Vec::with_capacity(len);
         for i in 0..len {
@@ -158,7 +185,12 @@ impl Ctx<'_> {
         Ok(normalize_array(set))
     }
 
-    fn meet_objects(&mut self, a: &ObjectSet, b: &ObjectSet, pointer: &str) -> Result<Option<ObjectSet>, SchemaError> {
+    fn meet_objects(
+        &mut self,
+        a: &ObjectSet,
+        b: &ObjectSet,
+        pointer: &str,
+    ) -> Result<Option<ObjectSet>, SchemaError> {
         let mut props = Vec::with_capacity(a.props.len() + b.props.len());
         for (k, n) in &a.props {
             let other = match b.prop(k) {
@@ -180,12 +212,27 @@ impl Ctx<'_> {
         push_unique(&mut required, &b.required);
         let mut names = a.names.clone();
         push_unique(&mut names, &b.names);
-        let set = ObjectSet { props, rules, required, min: a.min.max(b.min), max: opt_min(a.max, b.max), names };
+        let mut some = a.some.clone();
+        push_unique(&mut some, &b.some);
+        let set = ObjectSet {
+            props,
+            rules,
+            required,
+            min: a.min.max(b.min),
+            max: opt_min(a.max, b.max),
+            names,
+            some,
+        };
         self.normalize_object(set, pointer)
     }
 
     /// The schema the rules of `set` give to the undeclared key `key`.
-    pub(crate) fn rule_value(&mut self, set: &ObjectSet, key: &str, pointer: &str) -> Result<Node, SchemaError> {
+    pub(crate) fn rule_value(
+        &mut self,
+        set: &ObjectSet,
+        key: &str,
+        pointer: &str,
+    ) -> Result<Node, SchemaError> {
         let mut node = Node::Any;
         for rule in &set.rules {
             if self.key_in(&rule.keys, key)? {
@@ -213,24 +260,40 @@ impl Ctx<'_> {
     }
 
     /// Declares every required key (so emission sees it) and detects impossible sets.
-    pub(crate) fn normalize_object(&mut self, mut set: ObjectSet, pointer: &str) -> Result<Option<ObjectSet>, SchemaError> {
+    pub(crate) fn normalize_object(
+        &mut self,
+        mut set: ObjectSet,
+        pointer: &str,
+    ) -> Result<Option<ObjectSet>, SchemaError> {
         for k in set.required.clone() {
             if set.prop(&k).is_none() {
                 let v = self.rule_value(&set, &k, pointer)?;
                 set.props.push((k, v));
             }
         }
-        if set.required.iter().any(|k| set.prop(k) == Some(&Node::Nothing)) {
+        if set
+            .required
+            .iter()
+            .any(|k| set.prop(k) == Some(&Node::Nothing))
+        {
             return Ok(None);
         }
-        if set.max.is_some_and(|m| set.min > m || (set.required.len() as u64) > m) {
+        if set
+            .max
+            .is_some_and(|m| set.min > m || (set.required.len() as u64) > m)
+        {
             return Ok(None);
         }
         Ok(Some(set))
     }
 
     /// Exactly one of `parts` (each intersected with `base`).
-    pub(crate) fn one_of(&mut self, base: &Node, parts: Vec<Node>, pointer: &str) -> Result<Node, SchemaError> {
+    pub(crate) fn one_of(
+        &mut self,
+        base: &Node,
+        parts: Vec<Node>,
+        pointer: &str,
+    ) -> Result<Node, SchemaError> {
         let mut branches = Vec::with_capacity(parts.len());
         for p in &parts {
             let b = self.meet(base, p, pointer)?;
@@ -274,7 +337,9 @@ impl Ctx<'_> {
                 };
                 x = match self.meet(&x, &not_j, pointer) {
                     Ok(x) => x,
-                    Err(SchemaError::TooComplex { what, .. }) => return self.one_of_fallback(branches, pointer, i0, j0, &what),
+                    Err(SchemaError::TooComplex { what, .. }) => {
+                        return self.one_of_fallback(branches, pointer, i0, j0, &what)
+                    }
                     Err(e) => return Err(e),
                 };
             }
@@ -283,13 +348,30 @@ impl Ctx<'_> {
         Ok(Node::any_of(exact))
     }
 
-    fn one_of_fallback(&mut self, branches: Vec<Node>, pointer: &str, i: usize, j: usize, reason: &str) -> Result<Node, SchemaError> {
-        let message = format!("branches {i} and {j} may both match and cannot be separated ({reason})");
+    fn one_of_fallback(
+        &mut self,
+        branches: Vec<Node>,
+        pointer: &str,
+        i: usize,
+        j: usize,
+        reason: &str,
+    ) -> Result<Node, SchemaError> {
+        let message =
+            format!("branches {i} and {j} may both match and cannot be separated ({reason})");
         if self.options.lenient {
-            self.warn(pointer, "oneOf", WarningKind::OneOfAsAnyOf, format!("{message}: compiled as anyOf"));
+            self.warn(
+                pointer,
+                "oneOf",
+                WarningKind::OneOfAsAnyOf,
+                format!("{message}: compiled as anyOf"),
+            );
             return Ok(Node::any_of(branches));
         }
-        Err(SchemaError::Unsupported { keyword: "oneOf".into(), pointer: crate::ctx::pointer_or_root(pointer), reason: message })
+        Err(SchemaError::Unsupported {
+            keyword: "oneOf".into(),
+            pointer: crate::ctx::pointer_or_root(pointer),
+            reason: message,
+        })
     }
 
     /// Whether `node` provably accepts nothing (`false` when unsure).
@@ -320,14 +402,21 @@ impl Ctx<'_> {
                     }
                 }
                 if let Some(a) = &t.array {
-                    let empty = (0..a.min.min(a.prefix.len() as u64 + 1) as usize).any(|i| self.is_empty(a.item(i), depth + 1))
-                        || a.contains.iter().any(|c| c.min > 0 && self.is_empty(&c.node, depth + 1));
+                    let empty = (0..a.min.min(a.prefix.len() as u64 + 1) as usize)
+                        .any(|i| self.is_empty(a.item(i), depth + 1))
+                        || a.contains
+                            .iter()
+                            .any(|c| c.min > 0 && self.is_empty(&c.node, depth + 1));
                     if !empty {
                         return false;
                     }
                 }
                 if let Some(o) = &t.object {
-                    let required: Vec<Node> = o.required.iter().filter_map(|k| o.prop(k).cloned()).collect();
+                    let required: Vec<Node> = o
+                        .required
+                        .iter()
+                        .filter_map(|k| o.prop(k).cloned())
+                        .collect();
                     if !required.iter().any(|n| self.is_empty(n, depth + 1)) {
                         return false;
                     }
@@ -367,14 +456,15 @@ impl Ctx<'_> {
 
     fn complement_typed(&mut self, t: &Typed, pointer: &str) -> Result<Node, SchemaError> {
         let mut parts = Vec::new();
-        let mut full = Typed::default();
-        full.null = !t.null;
-        full.boolean = !t.boolean;
+        let mut full = Typed { null: !t.null, boolean: !t.boolean, ..Typed::default() };
         match &t.number {
             None => full.number = Some(NumberSet::default()),
             Some(n) => {
                 for piece in self.complement_number(n, pointer)? {
-                    parts.push(Node::typed(Typed { number: Some(piece), ..Typed::default() }));
+                    parts.push(Node::typed(Typed {
+                        number: Some(piece),
+                        ..Typed::default()
+                    }));
                 }
             }
         }
@@ -382,7 +472,10 @@ impl Ctx<'_> {
             None => full.string = Some(StringSet::default()),
             Some(s) => {
                 for piece in self.complement_string(s, pointer)? {
-                    parts.push(Node::typed(Typed { string: Some(piece), ..Typed::default() }));
+                    parts.push(Node::typed(Typed {
+                        string: Some(piece),
+                        ..Typed::default()
+                    }));
                 }
             }
         }
@@ -390,7 +483,10 @@ impl Ctx<'_> {
             None => full.array = Some(ArraySet::default()),
             Some(a) => {
                 for piece in self.complement_array(a, pointer)? {
-                    parts.push(Node::typed(Typed { array: Some(piece), ..Typed::default() }));
+                    parts.push(Node::typed(Typed {
+                        array: Some(piece),
+                        ..Typed::default()
+                    }));
                 }
             }
         }
@@ -398,7 +494,10 @@ impl Ctx<'_> {
             None => full.object = Some(ObjectSet::default()),
             Some(o) => {
                 for piece in self.complement_object(o, pointer)? {
-                    parts.push(Node::typed(Typed { object: Some(piece), ..Typed::default() }));
+                    parts.push(Node::typed(Typed {
+                        object: Some(piece),
+                        ..Typed::default()
+                    }));
                 }
             }
         }
@@ -406,33 +505,65 @@ impl Ctx<'_> {
         Ok(Node::any_of(parts))
     }
 
-    fn complement_number(&mut self, n: &NumberSet, pointer: &str) -> Result<Vec<NumberSet>, SchemaError> {
+    fn complement_number(
+        &mut self,
+        n: &NumberSet,
+        pointer: &str,
+    ) -> Result<Vec<NumberSet>, SchemaError> {
         if !n.multiple_of.is_empty() {
             return Err(self.unsupported_not(pointer, "multipleOf"));
         }
         let mut out = Vec::new();
         if let Some(b) = &n.lo {
-            out.push(NumberSet { hi: Some(Bound { value: b.value.clone(), exclusive: !b.exclusive }), ..NumberSet::default() });
+            out.push(NumberSet {
+                hi: Some(Bound {
+                    value: b.value.clone(),
+                    exclusive: !b.exclusive,
+                }),
+                ..NumberSet::default()
+            });
         }
         if let Some(b) = &n.hi {
-            out.push(NumberSet { lo: Some(Bound { value: b.value.clone(), exclusive: !b.exclusive }), ..NumberSet::default() });
+            out.push(NumberSet {
+                lo: Some(Bound {
+                    value: b.value.clone(),
+                    exclusive: !b.exclusive,
+                }),
+                ..NumberSet::default()
+            });
         }
         if n.integer {
-            out.push(NumberSet { fractional: true, ..NumberSet::default() });
+            out.push(NumberSet {
+                fractional: true,
+                ..NumberSet::default()
+            });
         }
         if n.fractional {
-            out.push(NumberSet { integer: true, ..NumberSet::default() });
+            out.push(NumberSet {
+                integer: true,
+                ..NumberSet::default()
+            });
         }
         Ok(out)
     }
 
-    fn complement_string(&mut self, s: &StringSet, pointer: &str) -> Result<Vec<StringSet>, SchemaError> {
+    fn complement_string(
+        &mut self,
+        s: &StringSet,
+        pointer: &str,
+    ) -> Result<Vec<StringSet>, SchemaError> {
         let mut out = Vec::new();
         if s.min_len > 0 {
-            out.push(StringSet { max_len: Some(s.min_len - 1), ..StringSet::default() });
+            out.push(StringSet {
+                max_len: Some(s.min_len - 1),
+                ..StringSet::default()
+            });
         }
         if let Some(m) = s.max_len {
-            out.push(StringSet { min_len: m.saturating_add(1), ..StringSet::default() });
+            out.push(StringSet {
+                min_len: m.saturating_add(1),
+                ..StringSet::default()
+            });
         }
         for l in &s.langs {
             let c = dfa::complement(l).map_err(|e| SchemaError::Unsupported {
@@ -440,21 +571,34 @@ impl Ctx<'_> {
                 pointer: crate::ctx::pointer_or_root(pointer),
                 reason: format!("complement of a pattern: {e}"),
             })?;
-            out.push(StringSet { langs: vec![Rc::new(c)], ..StringSet::default() });
+            out.push(StringSet {
+                langs: vec![Rc::new(c)],
+                ..StringSet::default()
+            });
         }
         Ok(out)
     }
 
-    fn complement_array(&mut self, a: &ArraySet, pointer: &str) -> Result<Vec<ArraySet>, SchemaError> {
+    fn complement_array(
+        &mut self,
+        a: &ArraySet,
+        pointer: &str,
+    ) -> Result<Vec<ArraySet>, SchemaError> {
         if a.unique {
             return Err(self.unsupported_not(pointer, "uniqueItems"));
         }
         let mut out = Vec::new();
         if a.min > 0 {
-            out.push(ArraySet { max: Some(a.min - 1), ..ArraySet::default() });
+            out.push(ArraySet {
+                max: Some(a.min - 1),
+                ..ArraySet::default()
+            });
         }
         if let Some(m) = a.max {
-            out.push(ArraySet { min: m.saturating_add(1), ..ArraySet::default() });
+            out.push(ArraySet {
+                min: m.saturating_add(1),
+                ..ArraySet::default()
+            });
         }
         for (i, p) in a.prefix.iter().enumerate() {
             if *p == Node::Any {
@@ -462,36 +606,100 @@ impl Ctx<'_> {
             }
             let mut prefix = vec![Node::Any; i];
             prefix.push(self.complement(p, pointer)?);
-            out.push(ArraySet { prefix, min: i as u64 + 1, ..ArraySet::default() });
+            out.push(ArraySet {
+                prefix,
+                min: i as u64 + 1,
+                ..ArraySet::default()
+            });
         }
         if a.items != Node::Any {
             if !a.prefix.is_empty() {
                 return Err(self.unsupported_not(pointer, "items after prefixItems"));
             }
             let c = self.complement(&a.items, pointer)?;
-            out.push(ArraySet { contains: vec![Contains { node: c, min: 1, max: None }], ..ArraySet::default() });
+            out.push(ArraySet {
+                contains: vec![Contains {
+                    node: c,
+                    min: 1,
+                    max: None,
+                }],
+                ..ArraySet::default()
+            });
         }
         for c in &a.contains {
             if c.min > 0 {
-                out.push(ArraySet { contains: vec![Contains { node: c.node.clone(), min: 0, max: Some(c.min - 1) }], ..ArraySet::default() });
+                out.push(ArraySet {
+                    contains: vec![Contains {
+                        node: c.node.clone(),
+                        min: 0,
+                        max: Some(c.min - 1),
+                    }],
+                    ..ArraySet::default()
+                });
             }
             if let Some(m) = c.max {
-                out.push(ArraySet { contains: vec![Contains { node: c.node.clone(), min: m + 1, max: None }], ..ArraySet::default() });
+                out.push(ArraySet {
+                    contains: vec![Contains {
+                        node: c.node.clone(),
+                        min: m + 1,
+                        max: None,
+                    }],
+                    ..ArraySet::default()
+                });
             }
         }
         Ok(out)
     }
 
-    fn complement_object(&mut self, o: &ObjectSet, pointer: &str) -> Result<Vec<ObjectSet>, SchemaError> {
-        if o.rules.iter().any(|r| r.value != Node::Any) {
-            return Err(self.unsupported_not(pointer, "additionalProperties/patternProperties"));
-        }
-        if !o.names.is_empty() {
-            return Err(self.unsupported_not(pointer, "propertyNames"));
-        }
+    fn complement_object(
+        &mut self,
+        o: &ObjectSet,
+        pointer: &str,
+    ) -> Result<Vec<ObjectSet>, SchemaError> {
         let mut out = Vec::new();
+        let declared: Vec<String> = o.props.iter().map(|(k, _)| k.clone()).collect();
+        // A rule is broken by an undeclared key of its set with a value outside its schema.
+        for rule in &o.rules {
+            if rule.value == Node::Any {
+                continue;
+            }
+            let keys = match &rule.keys {
+                KeySet::Lang(re) => dfa::difference(&[(**re).clone()], &[Re::one_of_strings(&declared)]),
+                KeySet::Other { names, langs } => {
+                    let mut excluded: Vec<Re> = langs.iter().map(|l| (**l).clone()).collect();
+                    let mut all_names = declared.clone();
+                    all_names.extend(names.iter().cloned());
+                    excluded.push(Re::one_of_strings(&all_names));
+                    dfa::difference(&[], &excluded)
+                }
+            };
+            let keys = keys.and_then(|d| d.to_re()).map_err(|e| SchemaError::Unsupported {
+                keyword: "not".into(),
+                pointer: crate::ctx::pointer_or_root(pointer),
+                reason: format!("complement of additionalProperties/patternProperties: {e}"),
+            })?;
+            let value = self.complement(&rule.value, pointer)?;
+            out.push(ObjectSet { some: vec![Exists { keys: Rc::new(keys), value }], ..ObjectSet::default() });
+        }
+        // propertyNames is broken by any key outside its language.
+        for names in &o.names {
+            let keys = dfa::complement(names).map_err(|e| SchemaError::Unsupported {
+                keyword: "not".into(),
+                pointer: crate::ctx::pointer_or_root(pointer),
+                reason: format!("complement of propertyNames: {e}"),
+            })?;
+            out.push(ObjectSet { some: vec![Exists { keys: Rc::new(keys), value: Node::Any }], ..ObjectSet::default() });
+        }
+        // A required member is broken when every member avoids it.
+        for e in &o.some {
+            let value = self.complement(&e.value, pointer)?;
+            out.push(ObjectSet { rules: vec![KeyRule { keys: KeySet::Lang(e.keys.clone()), value }], ..ObjectSet::default() });
+        }
         for k in &o.required {
-            out.push(ObjectSet { props: vec![(k.clone(), Node::Nothing)], ..ObjectSet::default() });
+            out.push(ObjectSet {
+                props: vec![(k.clone(), Node::Nothing)],
+                ..ObjectSet::default()
+            });
         }
         for (k, n) in &o.props {
             if *n == Node::Any {
@@ -501,13 +709,23 @@ impl Ctx<'_> {
             if c == Node::Nothing {
                 continue;
             }
-            out.push(ObjectSet { props: vec![(k.clone(), c)], required: vec![k.clone()], ..ObjectSet::default() });
+            out.push(ObjectSet {
+                props: vec![(k.clone(), c)],
+                required: vec![k.clone()],
+                ..ObjectSet::default()
+            });
         }
         if o.min > 0 {
-            out.push(ObjectSet { max: Some(o.min - 1), ..ObjectSet::default() });
+            out.push(ObjectSet {
+                max: Some(o.min - 1),
+                ..ObjectSet::default()
+            });
         }
         if let Some(m) = o.max {
-            out.push(ObjectSet { min: m.saturating_add(1), ..ObjectSet::default() });
+            out.push(ObjectSet {
+                min: m.saturating_add(1),
+                ..ObjectSet::default()
+            });
         }
         Ok(out)
     }
@@ -547,23 +765,50 @@ impl Ctx<'_> {
             let mut lo: Option<Bound> = None;
             for d in &numbers {
                 parts.push(Node::typed(Typed {
-                    number: Some(NumberSet { lo: lo.clone(), hi: Some(Bound { value: d.clone(), exclusive: true }), ..NumberSet::default() }),
+                    number: Some(NumberSet {
+                        lo: lo.clone(),
+                        hi: Some(Bound {
+                            value: d.clone(),
+                            exclusive: true,
+                        }),
+                        ..NumberSet::default()
+                    }),
                     ..Typed::default()
                 }));
-                lo = Some(Bound { value: d.clone(), exclusive: true });
+                lo = Some(Bound {
+                    value: d.clone(),
+                    exclusive: true,
+                });
             }
-            parts.push(Node::typed(Typed { number: Some(NumberSet { lo, ..NumberSet::default() }), ..Typed::default() }));
+            parts.push(Node::typed(Typed {
+                number: Some(NumberSet {
+                    lo,
+                    ..NumberSet::default()
+                }),
+                ..Typed::default()
+            }));
         }
         if !strings.is_empty() {
-            t.string = Some(StringSet { langs: vec![Rc::new(Re::not_in(&strings))], ..StringSet::default() });
+            t.string = Some(StringSet {
+                langs: vec![Rc::new(Re::not_in(&strings))],
+                ..StringSet::default()
+            });
         }
         let mut node = Node::any_of({
-            let mut v = vec![Node::typed(Typed { array: None, object: None, ..t.clone() })];
+            let mut v = vec![Node::typed(Typed {
+                array: None,
+                object: None,
+                ..t.clone()
+            })];
             v.extend(parts);
             v
         });
         // Arrays and objects: the complement of each excluded value, intersected.
-        let mut structured = Node::typed(Typed { array: t.array.clone(), object: t.object.clone(), ..Typed::default() });
+        let mut structured = Node::typed(Typed {
+            array: t.array.clone(),
+            object: t.object.clone(),
+            ..Typed::default()
+        });
         for v in arrays.iter().chain(&objects) {
             let c = self.complement_value(v, pointer)?;
             structured = self.meet(&structured, &c, pointer)?;
@@ -574,7 +819,11 @@ impl Ctx<'_> {
 
     /// Every value but `v` (an array or object), restricted to its own type's complement
     /// plus all values of other types.
-    fn complement_value(&mut self, v: &serde_json::Value, pointer: &str) -> Result<Node, SchemaError> {
+    fn complement_value(
+        &mut self,
+        v: &serde_json::Value,
+        pointer: &str,
+    ) -> Result<Node, SchemaError> {
         use serde_json::Value;
         let mut others = Typed::all();
         let mut parts = Vec::new();
@@ -583,16 +832,32 @@ impl Ctx<'_> {
                 others.array = None;
                 let n = items.len() as u64;
                 if n > 0 {
-                    parts.push(ArraySet { max: Some(n - 1), ..ArraySet::default() });
+                    parts.push(ArraySet {
+                        max: Some(n - 1),
+                        ..ArraySet::default()
+                    });
                 }
-                parts.push(ArraySet { min: n + 1, ..ArraySet::default() });
+                parts.push(ArraySet {
+                    min: n + 1,
+                    ..ArraySet::default()
+                });
                 for (i, item) in items.iter().enumerate() {
                     let mut prefix = vec![Node::Any; i];
                     prefix.push(self.complement(&Node::constant(vec![item.clone()]), pointer)?);
-                    parts.push(ArraySet { prefix, min: n, max: Some(n), ..ArraySet::default() });
+                    parts.push(ArraySet {
+                        prefix,
+                        min: n,
+                        max: Some(n),
+                        ..ArraySet::default()
+                    });
                 }
                 let mut nodes = vec![Node::typed(others)];
-                nodes.extend(parts.into_iter().map(|a| Node::typed(Typed { array: Some(a), ..Typed::default() })));
+                nodes.extend(parts.into_iter().map(|a| {
+                    Node::typed(Typed {
+                        array: Some(a),
+                        ..Typed::default()
+                    })
+                }));
                 Ok(Node::any_of(nodes))
             }
             Value::Object(map) => {
@@ -600,15 +865,29 @@ impl Ctx<'_> {
                 let keys: Vec<String> = map.keys().cloned().collect();
                 let mut sets = Vec::new();
                 for (k, val) in map {
-                    sets.push(ObjectSet { props: vec![(k.clone(), Node::Nothing)], ..ObjectSet::default() });
+                    sets.push(ObjectSet {
+                        props: vec![(k.clone(), Node::Nothing)],
+                        ..ObjectSet::default()
+                    });
                     let c = self.complement(&Node::constant(vec![val.clone()]), pointer)?;
-                    sets.push(ObjectSet { props: vec![(k.clone(), c)], required: vec![k.clone()], ..ObjectSet::default() });
+                    sets.push(ObjectSet {
+                        props: vec![(k.clone(), c)],
+                        required: vec![k.clone()],
+                        ..ObjectSet::default()
+                    });
                 }
-                sets.push(ObjectSet { required: keys.clone(), min: keys.len() as u64 + 1, ..ObjectSet::default() });
+                sets.push(ObjectSet {
+                    required: keys.clone(),
+                    min: keys.len() as u64 + 1,
+                    ..ObjectSet::default()
+                });
                 let mut nodes = vec![Node::typed(others)];
                 for s in sets {
                     if let Some(s) = self.normalize_object(s, pointer)? {
-                        nodes.push(Node::typed(Typed { object: Some(s), ..Typed::default() }));
+                        nodes.push(Node::typed(Typed {
+                            object: Some(s),
+                            ..Typed::default()
+                        }));
                     }
                 }
                 Ok(Node::any_of(nodes))
@@ -626,7 +905,13 @@ fn meet_numbers(a: &NumberSet, b: &NumberSet) -> Option<NumberSet> {
     }
     let mut multiple_of = a.multiple_of.clone();
     push_unique(&mut multiple_of, &b.multiple_of);
-    let set = NumberSet { integer, fractional, lo: opt_max_lo(&a.lo, &b.lo), hi: opt_min_hi(&a.hi, &b.hi), multiple_of };
+    let set = NumberSet {
+        integer,
+        fractional,
+        lo: opt_max_lo(&a.lo, &b.lo),
+        hi: opt_min_hi(&a.hi, &b.hi),
+        multiple_of,
+    };
     if number_set_empty(&set) {
         return None;
     }
@@ -650,7 +935,11 @@ fn number_set_empty(n: &NumberSet) -> bool {
 fn meet_strings(a: &StringSet, b: &StringSet) -> Option<StringSet> {
     let mut langs = a.langs.clone();
     push_unique(&mut langs, &b.langs);
-    let set = StringSet { min_len: a.min_len.max(b.min_len), max_len: opt_min(a.max_len, b.max_len), langs };
+    let set = StringSet {
+        min_len: a.min_len.max(b.min_len),
+        max_len: opt_min(a.max_len, b.max_len),
+        langs,
+    };
     if set.max_len.is_some_and(|m| set.min_len > m) {
         return None;
     }
@@ -692,7 +981,10 @@ pub(crate) fn normalize_array(mut set: ArraySet) -> Option<ArraySet> {
         return None;
     }
     for c in &set.contains {
-        if c.max.is_some_and(|m| c.min > m) || set.max.is_some_and(|m| c.min > m) || (c.min > 0 && c.node == Node::Nothing) {
+        if c.max.is_some_and(|m| c.min > m)
+            || set.max.is_some_and(|m| c.min > m)
+            || (c.min > 0 && c.node == Node::Nothing)
+        {
             return None;
         }
     }

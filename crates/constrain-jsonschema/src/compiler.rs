@@ -6,11 +6,17 @@ use crate::document::{Document, Location};
 use crate::ir::Node;
 use crate::{Compiled, Options, SchemaError};
 
-pub(crate) fn compile(schema: &serde_json::Value, options: &Options) -> Result<Compiled, SchemaError> {
+pub(crate) fn compile(
+    schema: &serde_json::Value,
+    options: &Options,
+) -> Result<Compiled, SchemaError> {
     let doc = Document::new(schema);
     let base = doc.base_at("");
     let mut ctx = Ctx::new(options, doc);
-    let root = ctx.schema_def(Location { pointer: String::new(), base })?;
+    let root = ctx.schema_def(Location {
+        pointer: String::new(),
+        base,
+    })?;
     let (grammar, mut warnings) = crate::emit::compile_root(&mut ctx, Node::Ref(root))?;
     let mut seen = std::collections::HashSet::new();
     warnings.retain(|w| seen.insert((w.pointer.clone(), w.keyword.clone(), w.message.clone())));

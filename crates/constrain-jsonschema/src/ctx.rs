@@ -107,11 +107,24 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    fn add_def(&mut self, name: String, pointer: String, source: Source) -> Result<DefId, SchemaError> {
+    fn add_def(
+        &mut self,
+        name: String,
+        pointer: String,
+        source: Source,
+    ) -> Result<DefId, SchemaError> {
         if self.defs.len() >= MAX_DEFS {
-            return Err(SchemaError::TooComplex { pointer, what: "shared definitions".into(), limit: MAX_DEFS });
+            return Err(SchemaError::TooComplex {
+                pointer,
+                what: "shared definitions".into(),
+                limit: MAX_DEFS,
+            });
         }
-        self.defs.push(Def { name, pointer, body: Body::Pending(source) });
+        self.defs.push(Def {
+            name,
+            pointer,
+            body: Body::Pending(source),
+        });
         Ok(self.defs.len() - 1)
     }
 
@@ -128,13 +141,26 @@ impl<'a> Ctx<'a> {
     }
 
     /// A definition for the intersection of `a` and `b`, computed when needed.
-    pub(crate) fn meet_def(&mut self, a: Node, b: Node, pointer: &str) -> Result<DefId, SchemaError> {
-        let key = if format!("{a:?}") <= format!("{b:?}") { (a, b) } else { (b, a) };
+    pub(crate) fn meet_def(
+        &mut self,
+        a: Node,
+        b: Node,
+        pointer: &str,
+    ) -> Result<DefId, SchemaError> {
+        let key = if format!("{a:?}") <= format!("{b:?}") {
+            (a, b)
+        } else {
+            (b, a)
+        };
         if let Some(&id) = self.meet_memo.get(&key) {
             return Ok(id);
         }
         let name = format!("{}&{}", self.node_name(&key.0), self.node_name(&key.1));
-        let id = self.add_def(name, pointer.to_string(), Source::Meet(key.0.clone(), key.1.clone()))?;
+        let id = self.add_def(
+            name,
+            pointer.to_string(),
+            Source::Meet(key.0.clone(), key.1.clone()),
+        )?;
         self.meet_memo.insert(key, id);
         Ok(id)
     }
@@ -171,7 +197,8 @@ impl<'a> Ctx<'a> {
                 limit: MAX_SCHEMA_DEPTH,
             }));
         }
-        let Body::Pending(source) = std::mem::replace(&mut self.defs[id].body, Body::InProgress) else {
+        let Body::Pending(source) = std::mem::replace(&mut self.defs[id].body, Body::InProgress)
+        else {
             return Err(Fail::InProgress(InProgress(id)));
         };
         self.stack.push(id);
@@ -193,11 +220,14 @@ impl<'a> Ctx<'a> {
         let pointer = self.defs[id].pointer.clone();
         match source {
             Source::Schema(loc) => {
-                let value = self.doc.value_at(&loc.pointer).ok_or_else(|| SchemaError::UnresolvedRef {
-                    reference: format!("#{}", loc.pointer),
-                    pointer: loc.pointer.clone(),
-                    reason: "nothing there".into(),
-                })?;
+                let value =
+                    self.doc
+                        .value_at(&loc.pointer)
+                        .ok_or_else(|| SchemaError::UnresolvedRef {
+                            reference: format!("#{}", loc.pointer),
+                            pointer: loc.pointer.clone(),
+                            reason: "nothing there".into(),
+                        })?;
                 Ok(self.parse_schema(value, &loc.pointer, &loc.base, 0)?)
             }
             Source::Meet(a, b) => {
@@ -230,19 +260,39 @@ impl<'a> Ctx<'a> {
     }
 
     /// Records a warning.
-    pub(crate) fn warn(&mut self, pointer: &str, keyword: &str, kind: WarningKind, message: impl Into<String>) {
-        self.warnings.push(Warning { pointer: pointer.to_string(), keyword: keyword.to_string(), kind, message: message.into() });
+    pub(crate) fn warn(
+        &mut self,
+        pointer: &str,
+        keyword: &str,
+        kind: WarningKind,
+        message: impl Into<String>,
+    ) {
+        self.warnings.push(Warning {
+            pointer: pointer.to_string(),
+            keyword: keyword.to_string(),
+            kind,
+            message: message.into(),
+        });
     }
 
     /// A keyword that cannot be enforced: an error, or with `lenient` a warning (and the caller
     /// drops the keyword).
-    pub(crate) fn unsupported(&mut self, pointer: &str, keyword: &str, reason: impl Into<String>) -> Result<(), SchemaError> {
+    pub(crate) fn unsupported(
+        &mut self,
+        pointer: &str,
+        keyword: &str,
+        reason: impl Into<String>,
+    ) -> Result<(), SchemaError> {
         let reason = reason.into();
         if self.options.lenient {
             self.warn(pointer, keyword, WarningKind::Dropped, reason);
             Ok(())
         } else {
-            Err(SchemaError::Unsupported { keyword: keyword.to_string(), pointer: pointer_or_root(pointer), reason })
+            Err(SchemaError::Unsupported {
+                keyword: keyword.to_string(),
+                pointer: pointer_or_root(pointer),
+                reason,
+            })
         }
     }
 
@@ -254,11 +304,13 @@ impl<'a> Ctx<'a> {
                 re.to_hir(),
                 regex_syntax::hir::Hir::look(regex_syntax::hir::Look::End),
             ]);
-            let m = regex_automata::meta::Regex::builder().build_from_hir(&hir).map_err(|e| SchemaError::TooComplex {
-                pointer: String::new(),
-                what: format!("regular expression ({e})"),
-                limit: 0,
-            })?;
+            let m = regex_automata::meta::Regex::builder()
+                .build_from_hir(&hir)
+                .map_err(|e| SchemaError::TooComplex {
+                    pointer: String::new(),
+                    what: format!("regular expression ({e})"),
+                    limit: 0,
+                })?;
             self.matchers.insert(re.clone(), m);
         }
         Ok(self.matchers.get(re).is_some_and(|m| m.is_match(text)))

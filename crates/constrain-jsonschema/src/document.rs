@@ -50,14 +50,31 @@ pub(crate) struct Location {
 
 /// Keywords whose value is a schema.
 pub(crate) const SCHEMA_KEYWORDS: &[&str] = &[
-    "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames", "additionalItems",
-    "unevaluatedItems", "unevaluatedProperties", "items", "contentSchema",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "items",
+    "contentSchema",
 ];
 /// Keywords whose value is an array of schemas.
-pub(crate) const SCHEMA_ARRAY_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+pub(crate) const SCHEMA_ARRAY_KEYWORDS: &[&str] =
+    &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 /// Keywords whose value maps names to schemas.
-pub(crate) const SCHEMA_MAP_KEYWORDS: &[&str] =
-    &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
+pub(crate) const SCHEMA_MAP_KEYWORDS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
 
 /// The index of one schema document.
 pub(crate) struct Document<'a> {
@@ -97,7 +114,14 @@ impl<'a> Document<'a> {
     }
 
     /// Records the resources and anchors of one schema and queues its subschemas.
-    fn index(&mut self, value: &'a Value, pointer: String, base: Uri, depth: usize, stack: &mut Vec<(&'a Value, String, Uri, usize)>) {
+    fn index(
+        &mut self,
+        value: &'a Value,
+        pointer: String,
+        base: Uri,
+        depth: usize,
+        stack: &mut Vec<(&'a Value, String, Uri, usize)>,
+    ) {
         let Value::Object(map) = value else { return };
         // The base a schema is read with; its own `$id` is applied when it is read.
         self.bases.insert(pointer.clone(), base.clone());
@@ -105,22 +129,42 @@ impl<'a> Document<'a> {
         let id_kw = self.draft.id_keyword();
         // In drafts up to 7, `$ref` makes siblings (including `$id`) ineffective.
         let ref_overrides = self.draft <= Draft::Draft7 && map.contains_key("$ref");
-        if let Some(id) = map.get(id_kw).and_then(Value::as_str).filter(|_| !ref_overrides) {
+        if let Some(id) = map
+            .get(id_kw)
+            .and_then(Value::as_str)
+            .filter(|_| !ref_overrides)
+        {
             if let Some(name) = id.strip_prefix('#') {
                 // Drafts 6/7: `"$id": "#name"` is a plain-name anchor.
-                self.anchors.insert((base.without_fragment().to_string(), name.to_string()), pointer.clone());
+                self.anchors.insert(
+                    (base.without_fragment().to_string(), name.to_string()),
+                    pointer.clone(),
+                );
             } else {
                 let resolved = base.resolve(id);
-                if let Some(fragment) = resolved.fragment().filter(|f| !f.is_empty() && !f.starts_with('/')) {
-                    self.anchors.insert((resolved.without_fragment().to_string(), fragment.to_string()), pointer.clone());
+                if let Some(fragment) = resolved
+                    .fragment()
+                    .filter(|f| !f.is_empty() && !f.starts_with('/'))
+                {
+                    self.anchors.insert(
+                        (
+                            resolved.without_fragment().to_string(),
+                            fragment.to_string(),
+                        ),
+                        pointer.clone(),
+                    );
                 }
                 base = resolved.without_fragment();
-                self.resources.entry(base.to_string()).or_insert_with(|| pointer.clone());
+                self.resources
+                    .entry(base.to_string())
+                    .or_insert_with(|| pointer.clone());
             }
         }
         for kw in ["$anchor", "$dynamicAnchor"] {
             if let Some(name) = map.get(kw).and_then(Value::as_str) {
-                self.anchors.entry((base.to_string(), name.to_string())).or_insert_with(|| pointer.clone());
+                self.anchors
+                    .entry((base.to_string(), name.to_string()))
+                    .or_insert_with(|| pointer.clone());
             }
         }
         for (key, sub) in map {
@@ -128,7 +172,12 @@ impl<'a> Document<'a> {
             if SCHEMA_MAP_KEYWORDS.contains(&key.as_str()) {
                 if let Value::Object(children) = sub {
                     for (name, child) in children {
-                        stack.push((child, format!("{key_ptr}/{}", escape_token(name)), base.clone(), depth + 1));
+                        stack.push((
+                            child,
+                            format!("{key_ptr}/{}", escape_token(name)),
+                            base.clone(),
+                            depth + 1,
+                        ));
                     }
                 }
             } else if SCHEMA_ARRAY_KEYWORDS.contains(&key.as_str()) && sub.is_array() {
@@ -157,10 +206,13 @@ impl<'a> Document<'a> {
         let target = base.resolve(reference);
         let resource = target.without_fragment().to_string();
         let Some(root_ptr) = self.resources.get(&resource) else {
-            return Err(format!("'{resource}' is not part of this document (remote references are not fetched)"));
+            return Err(format!(
+                "'{resource}' is not part of this document (remote references are not fetched)"
+            ));
         };
         let fragment = target.fragment().unwrap_or("");
-        let fragment = percent_decode(fragment).ok_or("the fragment is not valid percent-encoded UTF-8")?;
+        let fragment =
+            percent_decode(fragment).ok_or("the fragment is not valid percent-encoded UTF-8")?;
         if fragment.is_empty() {
             return Ok(root_ptr.clone());
         }
@@ -209,12 +261,27 @@ mod tests {
         });
         let doc = Document::new(&schema);
         let base = Uri::parse("https://example.com/root.json");
-        assert_eq!(doc.resolve(&base, "#/$defs/a~1b"), Ok("/$defs/a~1b".to_string()));
-        assert_eq!(doc.resolve(&base, "#/$defs/c%25d"), Ok("/$defs/c%d".to_string()));
-        assert_eq!(doc.resolve(&base, "#/$defs/tilde~0x"), Ok("/$defs/tilde~0x".to_string()));
+        assert_eq!(
+            doc.resolve(&base, "#/$defs/a~1b"),
+            Ok("/$defs/a~1b".to_string())
+        );
+        assert_eq!(
+            doc.resolve(&base, "#/$defs/c%25d"),
+            Ok("/$defs/c%d".to_string())
+        );
+        assert_eq!(
+            doc.resolve(&base, "#/$defs/tilde~0x"),
+            Ok("/$defs/tilde~0x".to_string())
+        );
         assert_eq!(doc.resolve(&base, "#slash"), Ok("/$defs/a~1b".to_string()));
-        assert_eq!(doc.resolve(&base, "nested.json#in"), Ok("/$defs/nested/$defs/inner".to_string()));
-        assert_eq!(doc.resolve(&base, "https://example.com/nested.json"), Ok("/$defs/nested".to_string()));
+        assert_eq!(
+            doc.resolve(&base, "nested.json#in"),
+            Ok("/$defs/nested/$defs/inner".to_string())
+        );
+        assert_eq!(
+            doc.resolve(&base, "https://example.com/nested.json"),
+            Ok("/$defs/nested".to_string())
+        );
         assert_eq!(doc.resolve(&base, "#"), Ok(String::new()));
         assert!(doc.resolve(&base, "#/$defs/missing").is_err());
         assert!(doc.resolve(&base, "https://other.example/x.json").is_err());

@@ -119,6 +119,10 @@ pub enum WarningKind {
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "'{}' at {}: {}", self.keyword, self.pointer, self.message)
+        write!(
+            f,
+            "'{}' at {}: {}",
+            self.keyword, self.pointer, self.message
+        )
     }
 }

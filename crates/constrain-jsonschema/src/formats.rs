@@ -50,15 +50,50 @@ fn hostname() -> String {
     format!("{label}(\\.{label}){{0,7}}")
 }
 
+/// Internationalized host names, restricted to ASCII labels that are not A-labels (`xn--`,
+/// punycode): those are valid without IDNA processing.
+fn idn_hostname() -> String {
+    let an = "[A-Za-z0-9]";
+    let mid = "[A-Za-z0-9-]";
+    // A tail of 1..=n characters that ends with a letter or digit.
+    let tail = |n: usize, first: &str| format!("({an}|{first}{mid}{{0,{}}}{an})", n - 2);
+    let label = [
+        an.to_string(),
+        format!("[A-WYZa-wyz0-9]{mid}{{0,28}}{an}"),
+        format!("[xX]{}", tail(29, "[A-MO-Za-mo-z0-9-]")),
+        format!("[xX][nN]{}?", tail(28, "[A-Za-z0-9]")),
+        format!("[xX][nN]-{}", tail(27, "[A-Za-z0-9]")),
+    ]
+    .join("|");
+    format!("({label})(\\.({label})){{0,7}}")
+}
+
+fn uri_template() -> String {
+    let pct = "%[0-9A-Fa-f]{2}";
+    let literal = format!("([\\x21\\x23\\x24\\x26\\x28-\\x3B\\x3D\\x3F-\\x5B\\x5D\\x5F\\x61-\\x7A\\x7E\\u00A0-\\uD7FF\\uE000-\\uFFFD]|{pct})");
+    let varchar = format!("([A-Za-z0-9_]|{pct})");
+    let varname = format!("{varchar}(\\.?{varchar})*");
+    let varspec = format!("{varname}(:[1-9][0-9]{{0,3}}|\\*)?");
+    let expression = format!("\\{{[+#./;?&=,!@|]?{varspec}(,{varspec})*\\}}");
+    format!("({literal}|{expression})*")
+}
+
 /// RFC 3986 pieces shared by `uri`, `uri-reference`, `iri` and `iri-reference`.
 fn uri_parts(iri: bool) -> (String, String, String, String) {
-    let ucs = if iri { "\\u00A0-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFEF" } else { "" };
+    let ucs = if iri {
+        "\\u00A0-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFEF"
+    } else {
+        ""
+    };
     let unreserved = format!("\\-A-Za-z0-9._~{ucs}");
     let sub = "!$&'()*+,;=";
     let pct = "%[0-9A-Fa-f]{2}";
     let pchar = format!("([{unreserved}{sub}:@]|{pct})");
     let query = format!("([{unreserved}{sub}:@/?]|{pct})*");
-    let ip_literal = format!("\\[({}|[vV][0-9A-Fa-f]+\\.[{unreserved}{sub}:]+)\\]", ipv6());
+    let ip_literal = format!(
+        "\\[({}|[vV][0-9A-Fa-f]+\\.[{unreserved}{sub}:]+)\\]",
+        ipv6()
+    );
     let reg_name = format!("([{unreserved}{sub}]|{pct})*");
     let host = format!("({ip_literal}|{}|{reg_name})", ipv4());
     let userinfo = format!("([{unreserved}{sub}:]|{pct})*");
@@ -109,9 +144,17 @@ fn pattern(name: &str) -> Option<String> {
         "duration" => duration(),
         "email" => email(),
         "hostname" => hostname(),
+        "idn-hostname" => idn_hostname(),
+        "idn-email" => format!(
+            "[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{}",
+            idn_hostname()
+        ),
+        "uri-template" => uri_template(),
         "ipv4" => ipv4(),
         "ipv6" => ipv6(),
-        "uuid" => "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into(),
+        "uuid" => {
+            "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into()
+        }
         "uri" => uri(false),
         "uri-reference" => uri_reference(false),
         "iri" => uri(true),
@@ -121,6 +164,9 @@ fn pattern(name: &str) -> Option<String> {
         _ => return None,
     })
 }
+
+/// Formats the specification defines that are not regular languages.
+pub(crate) const NOT_REGULAR: &[&str] = &["regex"];
 
 /// The decoded-string language of format `name`, if it is one this compiler enforces.
 pub(crate) fn format_re(name: &str) -> Option<Re> {
@@ -151,26 +197,128 @@ mod tests {
 
     #[test]
     fn dates_and_times() {
-        check("date", &["2024-02-29", "2000-02-29", "1999-12-31", "2023-04-30"], &["2023-02-29", "1900-02-29", "2023-04-31", "2023-13-01", "2023-1-01", "20230101"]);
-        check("time", &["12:00:00Z", "23:59:60Z", "08:30:06.283185+01:00", "00:00:00z"], &["24:00:00Z", "12:00:00", "12:60:00Z", "22:59:60Z", "12:00:00+1:00"]);
-        check("date-time", &["2023-01-01T12:00:00Z", "2023-01-01t12:00:00.5-05:30"], &["2023-01-01 12:00:00Z", "2023-01-01T12:00:00"]);
-        check("duration", &["P1Y2M3DT4H5M6S", "PT1S", "P4W", "P1D"], &["P", "PT", "P1S", "P1W2D", "1Y"]);
+        check(
+            "date",
+            &["2024-02-29", "2000-02-29", "1999-12-31", "2023-04-30"],
+            &[
+                "2023-02-29",
+                "1900-02-29",
+                "2023-04-31",
+                "2023-13-01",
+                "2023-1-01",
+                "20230101",
+            ],
+        );
+        check(
+            "time",
+            &[
+                "12:00:00Z",
+                "23:59:60Z",
+                "08:30:06.283185+01:00",
+                "00:00:00z",
+            ],
+            &[
+                "24:00:00Z",
+                "12:00:00",
+                "12:60:00Z",
+                "22:59:60Z",
+                "12:00:00+1:00",
+            ],
+        );
+        check(
+            "date-time",
+            &["2023-01-01T12:00:00Z", "2023-01-01t12:00:00.5-05:30"],
+            &["2023-01-01 12:00:00Z", "2023-01-01T12:00:00"],
+        );
+        check(
+            "duration",
+            &["P1Y2M3DT4H5M6S", "PT1S", "P4W", "P1D"],
+            &["P", "PT", "P1S", "P1W2D", "1Y"],
+        );
     }
 
     #[test]
     fn network_names() {
-        check("ipv4", &["192.168.0.1", "0.0.0.0", "255.255.255.255"], &["256.1.1.1", "01.1.1.1", "1.1.1", "1.1.1.1.1"]);
-        check("ipv6", &["::1", "::", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::ffff:192.168.0.1", "1::"], &["1:2:3:4:5:6:7:8:9", "12345::", "1:::2", ":1", "1::2::3"]);
-        check("hostname", &["example.com", "a-b.c", "localhost"], &["-a.com", "a..b", "a_b.com", ""]);
-        check("email", &["joe.bloggs@example.com", "a+b@x.y"], &["joe", "@example.com", "a@", "a..b@x.com"]);
-        check("uuid", &["2eb8aa08-aa98-11ea-b4aa-73b441d16380"], &["2eb8aa08-aa98-11ea-b4aa-73b441d1638", "2eb8aa08aa9811eab4aa73b441d16380"]);
+        check(
+            "ipv4",
+            &["192.168.0.1", "0.0.0.0", "255.255.255.255"],
+            &["256.1.1.1", "01.1.1.1", "1.1.1", "1.1.1.1.1"],
+        );
+        check(
+            "ipv6",
+            &[
+                "::1",
+                "::",
+                "2001:db8::8a2e:370:7334",
+                "1:2:3:4:5:6:7:8",
+                "::ffff:192.168.0.1",
+                "1::",
+            ],
+            &["1:2:3:4:5:6:7:8:9", "12345::", "1:::2", ":1", "1::2::3"],
+        );
+        check(
+            "hostname",
+            &["example.com", "a-b.c", "localhost"],
+            &["-a.com", "a..b", "a_b.com", ""],
+        );
+        check(
+            "email",
+            &["joe.bloggs@example.com", "a+b@x.y"],
+            &["joe", "@example.com", "a@", "a..b@x.com"],
+        );
+        check(
+            "idn-hostname",
+            &["example.com", "a-b.c", "xn.com", "xna", "x-n--a.b", "xn-a"],
+            &["xn--abc.com", "a.XN--b", "-a.com"],
+        );
+        check("idn-email", &["joe@example.com"], &["joe@xn--x.com", "joe"]);
+        check(
+            "uri-template",
+            &[
+                "http://example.com/{id}",
+                "/users{?q,limit}",
+                "{+path:10}/here",
+                "plain",
+            ],
+            &["{", "{a b}", "}{"],
+        );
+        check(
+            "uuid",
+            &["2eb8aa08-aa98-11ea-b4aa-73b441d16380"],
+            &[
+                "2eb8aa08-aa98-11ea-b4aa-73b441d1638",
+                "2eb8aa08aa9811eab4aa73b441d16380",
+            ],
+        );
     }
 
     #[test]
     fn uris_and_pointers() {
-        check("uri", &["http://example.com/a?b=c#d", "urn:isbn:0451450523", "mailto:x@y.z", "http://[::1]:80/"], &["//example.com", "/relative", "http://exa mple.com", "1http://x"]);
-        check("uri-reference", &["/relative", "#frag", "", "../x?y", "http://e.com"], &["\\\\windows", "a b"]);
+        check(
+            "uri",
+            &[
+                "http://example.com/a?b=c#d",
+                "urn:isbn:0451450523",
+                "mailto:x@y.z",
+                "http://[::1]:80/",
+            ],
+            &[
+                "//example.com",
+                "/relative",
+                "http://exa mple.com",
+                "1http://x",
+            ],
+        );
+        check(
+            "uri-reference",
+            &["/relative", "#frag", "", "../x?y", "http://e.com"],
+            &["\\\\windows", "a b"],
+        );
         check("json-pointer", &["", "/a~1b/0", "/"], &["a", "/~2"]);
-        check("relative-json-pointer", &["0", "1/a", "2#"], &["-1", "01", "/a"]);
+        check(
+            "relative-json-pointer",
+            &["0", "1/a", "2#"],
+            &["-1", "01", "/a"],
+        );
     }
 }

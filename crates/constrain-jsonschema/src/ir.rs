@@ -43,19 +43,20 @@ impl Node {
     /// The union of `parts`, flattened and deduplicated.
     pub(crate) fn any_of(parts: Vec<Node>) -> Node {
         let mut out: Vec<Node> = Vec::with_capacity(parts.len());
+        let mut seen: rustc_hash::FxHashSet<Node> = rustc_hash::FxHashSet::default();
         for p in parts {
             match p {
                 Node::Nothing => {}
                 Node::Any => return Node::Any,
                 Node::AnyOf(inner) => {
                     for q in inner.iter() {
-                        if !out.contains(q) {
+                        if seen.insert(q.clone()) {
                             out.push(q.clone());
                         }
                     }
                 }
                 other => {
-                    if !out.contains(&other) {
+                    if seen.insert(other.clone()) {
                         out.push(other);
                     }
                 }
@@ -179,7 +180,12 @@ impl Typed {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        !self.null && !self.boolean && self.number.is_none() && self.string.is_none() && self.array.is_none() && self.object.is_none()
+        !self.null
+            && !self.boolean
+            && self.number.is_none()
+            && self.string.is_none()
+            && self.array.is_none()
+            && self.object.is_none()
     }
 
     /// Whether it accepts every value.
@@ -207,7 +213,11 @@ pub(crate) struct NumberSet {
 
 impl NumberSet {
     pub(crate) fn is_all(&self) -> bool {
-        !self.integer && !self.fractional && self.lo.is_none() && self.hi.is_none() && self.multiple_of.is_empty()
+        !self.integer
+            && !self.fractional
+            && self.lo.is_none()
+            && self.hi.is_none()
+            && self.multiple_of.is_empty()
     }
 }
 
@@ -239,7 +249,14 @@ pub(crate) struct ArraySet {
 
 impl Default for ArraySet {
     fn default() -> ArraySet {
-        ArraySet { prefix: Vec::new(), items: Node::Any, min: 0, max: None, contains: Vec::new(), unique: false }
+        ArraySet {
+            prefix: Vec::new(),
+            items: Node::Any,
+            min: 0,
+            max: None,
+            contains: Vec::new(),
+            unique: false,
+        }
     }
 }
 
@@ -273,13 +290,24 @@ pub(crate) enum KeySet {
     /// Keys in the language (a `patternProperties` pattern, as a search language).
     Lang(Rc<Re>),
     /// Keys that are none of `names` and in none of `langs` (`additionalProperties`).
-    Other { names: Rc<[String]>, langs: Rc<[Rc<Re>]> },
+    Other {
+        names: Rc<[String]>,
+        langs: Rc<[Rc<Re>]>,
+    },
 }
 
 /// Values of the keys in `keys` (and not declared in the same object set) must be in `value`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct KeyRule {
     pub(crate) keys: KeySet,
+    pub(crate) value: Node,
+}
+
+/// At least one member (declared or not) has a key in `keys` and a value in `value`: what the
+/// complement of `additionalProperties`, `patternProperties` or `propertyNames` requires.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Exists {
+    pub(crate) keys: Rc<Re>,
     pub(crate) value: Node,
 }
 
@@ -295,6 +323,8 @@ pub(crate) struct ObjectSet {
     pub(crate) max: Option<u64>,
     /// Every key (declared or not) must be in all of these languages.
     pub(crate) names: Vec<Rc<Re>>,
+    /// Members that must exist.
+    pub(crate) some: Vec<Exists>,
 }
 
 impl ObjectSet {
@@ -305,6 +335,7 @@ impl ObjectSet {
             && self.min == 0
             && self.max.is_none()
             && self.names.is_empty()
+            && self.some.is_empty()
     }
 
     pub(crate) fn prop(&self, name: &str) -> Option<&Node> {

@@ -2,6 +2,7 @@
 //! must be escaped), as a short escape, or as `\uXXXX` (a surrogate pair outside the basic
 //! plane). Lone surrogates are not produced: they do not decode to a string.
 
+use constrain_engine::Expr;
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 
 use crate::re::{unicode_class, CharSet, Re};
@@ -18,16 +19,50 @@ const SHORT_ESCAPES: [(char, u8); 8] = [
     ('\t', b't'),
 ];
 
+/// The JSON text (between the quotes) of the strings of `re`, as a grammar expression whose
+/// repetitions are grammar repetitions: the engine then sees what a bounded repetition costs
+/// (a copy per count) when it decides what to fold into one terminal.
+pub(crate) fn encode_expr(re: &Re) -> Expr {
+    match re {
+        Re::Concat(parts) => Expr::seq(parts.iter().map(encode_expr).collect()),
+        Re::Alt(parts) if parts.iter().any(has_counted_repeat) => {
+            Expr::alt(parts.iter().map(encode_expr).collect())
+        }
+        Re::Repeat {
+            re: inner,
+            min,
+            max,
+        } if has_counted_repeat(re) => encode_expr(inner).repeat(*min, *max),
+        other => Expr::from_hir(encode(other)),
+    }
+}
+
+/// Whether `re` contains a repetition with an upper bound above one.
+fn has_counted_repeat(re: &Re) -> bool {
+    match re {
+        Re::Repeat { re, max, .. } => max.is_some_and(|m| m > 1) || has_counted_repeat(re),
+        Re::Concat(parts) | Re::Alt(parts) => parts.iter().any(has_counted_repeat),
+        _ => false,
+    }
+}
+
 /// The JSON text (between the quotes) of the strings of `re`.
 pub(crate) fn encode(re: &Re) -> Hir {
     match re {
         Re::Class(set) => encode_class(set),
-        Re::Literal(s) => Hir::concat(s.chars().map(|c| encode_class(&CharSet::single(c))).collect()),
+        Re::Literal(s) => Hir::concat(
+            s.chars()
+                .map(|c| encode_class(&CharSet::single(c)))
+                .collect(),
+        ),
         Re::Concat(parts) => Hir::concat(parts.iter().map(encode).collect()),
         Re::Alt(parts) => alternation(parts.iter().map(encode).collect()),
-        Re::Repeat { re, min, max } => {
-            Hir::repetition(Repetition { min: *min, max: *max, greedy: true, sub: Box::new(encode(re)) })
-        }
+        Re::Repeat { re, min, max } => Hir::repetition(Repetition {
+            min: *min,
+            max: *max,
+            greedy: true,
+            sub: Box::new(encode(re)),
+        }),
         // Assertions are resolved before encoding; an unresolved one would match nothing.
         Re::Look(_) => Hir::fail(),
     }
@@ -89,7 +124,11 @@ fn canonical_class(set: &CharSet) -> Hir {
 
 /// The characters that may appear unescaped.
 fn raw_part(set: &CharSet) -> CharSet {
-    set.difference(&CharSet::from_ranges([(0, 0x1F), ('"' as u32, '"' as u32), ('\\' as u32, '\\' as u32)]))
+    set.difference(&CharSet::from_ranges([
+        (0, 0x1F),
+        ('"' as u32, '"' as u32),
+        ('\\' as u32, '\\' as u32),
+    ]))
 }
 
 fn alternation(mut alts: Vec<Hir>) -> Hir {
@@ -107,7 +146,11 @@ pub(crate) fn encode_class(set: &CharSet) -> Hir {
     if !raw.is_empty() {
         alts.push(Hir::class(Class::Unicode(unicode_class(&raw))));
     }
-    let shorts: Vec<u8> = SHORT_ESCAPES.iter().filter(|(c, _)| set.contains(*c)).map(|&(_, e)| e).collect();
+    let shorts: Vec<u8> = SHORT_ESCAPES
+        .iter()
+        .filter(|(c, _)| set.contains(*c))
+        .map(|&(_, e)| e)
+        .collect();
     let mut escapes = Vec::new();
     if !shorts.is_empty() {
         escapes.push(byte_set(&shorts));
@@ -129,20 +172,28 @@ pub(crate) fn encode_class(set: &CharSet) -> Hir {
         escapes.push(alternation(pairs));
     }
     if !escapes.is_empty() {
-        alts.push(Hir::concat(vec![Hir::literal(*b"\\"), alternation(escapes)]));
+        alts.push(Hir::concat(vec![
+            Hir::literal(*b"\\"),
+            alternation(escapes),
+        ]));
     }
     alternation(alts)
 }
 
 fn byte_set(bytes: &[u8]) -> Hir {
-    Hir::class(Class::Bytes(ClassBytes::new(bytes.iter().map(|&b| ClassBytesRange::new(b, b)))))
+    Hir::class(Class::Bytes(ClassBytes::new(
+        bytes.iter().map(|&b| ClassBytesRange::new(b, b)),
+    )))
 }
 
 /// One hexadecimal digit with a value in `lo..=hi`, either case.
 fn hex_digit(lo: u32, hi: u32) -> Hir {
     let mut ranges = Vec::new();
     if lo <= 9 {
-        ranges.push(ClassBytesRange::new(b'0' + lo as u8, b'0' + hi.min(9) as u8));
+        ranges.push(ClassBytesRange::new(
+            b'0' + lo as u8,
+            b'0' + hi.min(9) as u8,
+        ));
     }
     if hi >= 10 {
         let a = lo.max(10) - 10;
@@ -168,9 +219,19 @@ fn digits_range(lo: &[u32], hi: &[u32]) -> Hir {
         return Hir::empty();
     }
     let rest = lo.len() - 1;
-    let any_rest = || Hir::repetition(Repetition { min: rest as u32, max: Some(rest as u32), greedy: true, sub: Box::new(hex_digit(0, 15)) });
+    let any_rest = || {
+        Hir::repetition(Repetition {
+            min: rest as u32,
+            max: Some(rest as u32),
+            greedy: true,
+            sub: Box::new(hex_digit(0, 15)),
+        })
+    };
     if lo[0] == hi[0] {
-        return Hir::concat(vec![hex_digit(lo[0], lo[0]), digits_range(&lo[1..], &hi[1..])]);
+        return Hir::concat(vec![
+            hex_digit(lo[0], lo[0]),
+            digits_range(&lo[1..], &hi[1..]),
+        ]);
     }
     let lo_full = lo[1..].iter().all(|&d| d == 0);
     let hi_full = hi[1..].iter().all(|&d| d == 15);
@@ -179,21 +240,32 @@ fn digits_range(lo: &[u32], hi: &[u32]) -> Hir {
     let mid_hi = if hi_full { hi[0] } else { hi[0] - 1 };
     if !lo_full {
         let top = vec![15; rest];
-        alts.push(Hir::concat(vec![hex_digit(lo[0], lo[0]), digits_range(&lo[1..], &top)]));
+        alts.push(Hir::concat(vec![
+            hex_digit(lo[0], lo[0]),
+            digits_range(&lo[1..], &top),
+        ]));
     }
     if mid_lo <= mid_hi {
         alts.push(Hir::concat(vec![hex_digit(mid_lo, mid_hi), any_rest()]));
     }
     if !hi_full {
         let bottom = vec![0; rest];
-        alts.push(Hir::concat(vec![hex_digit(hi[0], hi[0]), digits_range(&bottom, &hi[1..])]));
+        alts.push(Hir::concat(vec![
+            hex_digit(hi[0], hi[0]),
+            digits_range(&bottom, &hi[1..]),
+        ]));
     }
     alternation(alts)
 }
 
 /// `u` + high surrogate + `\u` + low surrogate, for the astral characters `lo..=hi`.
 fn surrogate_pairs(lo: u32, hi: u32, out: &mut Vec<Hir>) {
-    let split = |c: u32| (0xD800 + ((c - 0x10000) >> 10), 0xDC00 + ((c - 0x10000) & 0x3FF));
+    let split = |c: u32| {
+        (
+            0xD800 + ((c - 0x10000) >> 10),
+            0xDC00 + ((c - 0x10000) & 0x3FF),
+        )
+    };
     let (h1, l1) = split(lo);
     let (h2, l2) = split(hi);
     let mut pair = |h_lo: u32, h_hi: u32, l_lo: u32, l_hi: u32| {
@@ -243,12 +315,24 @@ mod tests {
     fn every_spelling_of_a_character() {
         let any = Re::repeat(Re::any_char(), 0, None);
         for text in [
-            "plain", "\\\"", "\\\\", "\\/", "\\b\\f\\n\\r\\t", "\\u00e9", "\\u00E9", "é", "😀",
-            "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\u0000",
+            "plain",
+            "\\\"",
+            "\\\\",
+            "\\/",
+            "\\b\\f\\n\\r\\t",
+            "\\u00e9",
+            "\\u00E9",
+            "é",
+            "😀",
+            "\\ud83d\\ude00",
+            "\\uD83D\\uDE00",
+            "\\u0000",
         ] {
             assert!(full_match(encode(&any), text), "{text}");
         }
-        for text in ["\"", "\\", "\\x", "\\ud83d", "\\ude00", "\\u12", "\n", "\u{1f}"] {
+        for text in [
+            "\"", "\\", "\\x", "\\ud83d", "\\ude00", "\\u12", "\n", "\u{1f}",
+        ] {
             assert!(!full_match(encode(&any), text), "{text}");
         }
     }
@@ -274,4 +358,3 @@ mod tests {
         assert!(!full_match(encode_canonical(&Re::literal("x/y")), "x\\/y"));
     }
 }
-

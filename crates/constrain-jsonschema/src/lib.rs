@@ -76,10 +76,11 @@ pub fn compile(schema: &serde_json::Value, options: &Options) -> Result<Compiled
 
 /// Compiles a schema given as JSON text.
 pub fn compile_str(schema_json: &str, options: &Options) -> Result<Compiled, SchemaError> {
-    let schema: serde_json::Value = serde_json::from_str(schema_json).map_err(|e| SchemaError::Json {
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
+    let schema: serde_json::Value =
+        serde_json::from_str(schema_json).map_err(|e| SchemaError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
     compile(&schema, options)
 }

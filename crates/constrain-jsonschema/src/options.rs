@@ -29,7 +29,9 @@ impl Whitespace {
 
 impl Default for Whitespace {
     fn default() -> Whitespace {
-        Whitespace::Bounded { max: Whitespace::DEFAULT_MAX }
+        Whitespace::Bounded {
+            max: Whitespace::DEFAULT_MAX,
+        }
     }
 }
 
@@ -45,12 +47,18 @@ pub struct Separators {
 impl Separators {
     /// `,` and `:`.
     pub fn compact() -> Separators {
-        Separators { item: ",".into(), key: ":".into() }
+        Separators {
+            item: ",".into(),
+            key: ":".into(),
+        }
     }
 
     /// `", "` and `": "`, the default of Python's `json.dumps`.
     pub fn python() -> Separators {
-        Separators { item: ", ".into(), key: ": ".into() }
+        Separators {
+            item: ", ".into(),
+            key: ": ".into(),
+        }
     }
 }
 
@@ -114,7 +122,7 @@ impl Default for Options {
             lenient: false,
             property_order: PropertyOrder::Schema,
             max_untyped_depth: u32::MAX,
-            max_any_order_properties: 10,
+            max_any_order_properties: 6,
             assert_formats: true,
         }
     }

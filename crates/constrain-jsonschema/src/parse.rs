@@ -9,7 +9,9 @@ use crate::ctx::{pointer_or_root, Ctx, MAX_SCHEMA_DEPTH};
 use crate::document::{Draft, Location};
 use crate::error::{SchemaError, WarningKind};
 use crate::formats;
-use crate::ir::{ArraySet, Contains, KeyRule, KeySet, Node, NumberSet, ObjectSet, StringSet, Typed};
+use crate::ir::{
+    ArraySet, Contains, KeyRule, KeySet, Node, NumberSet, ObjectSet, StringSet, Typed,
+};
 use crate::number::{Bound, Decimal};
 use crate::re::{ecma, Re};
 use crate::uri::{escape_token, Uri};
@@ -17,19 +19,72 @@ use crate::AdditionalProperties;
 
 /// Keywords that only annotate, or are read elsewhere (`$ref`, `$defs`...).
 const ANNOTATIONS: &[&str] = &[
-    "$schema", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$comment", "$defs", "definitions",
-    "$vocabulary", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
-    "contentEncoding", "contentMediaType", "contentSchema", "$ref",
+    "$schema",
+    "$id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$recursiveAnchor",
+    "$comment",
+    "$defs",
+    "definitions",
+    "$vocabulary",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "$ref",
 ];
 
 /// Keywords of the validation and applicator vocabularies handled by [`Ctx::parse_object`].
 const KNOWN: &[&str] = &[
-    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-    "maxLength", "minLength", "pattern", "format", "items", "prefixItems", "additionalItems", "maxItems",
-    "minItems", "uniqueItems", "contains", "maxContains", "minContains", "maxProperties", "minProperties",
-    "required", "properties", "patternProperties", "additionalProperties", "propertyNames", "dependentRequired",
-    "dependentSchemas", "dependencies", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "format",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "contains",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
 ];
 
 /// The JSON types a `type` keyword allows.
@@ -46,11 +101,27 @@ struct Types {
 
 impl Types {
     fn all() -> Types {
-        Types { null: true, boolean: true, number: true, integer: true, string: true, array: true, object: true }
+        Types {
+            null: true,
+            boolean: true,
+            number: true,
+            integer: true,
+            string: true,
+            array: true,
+            object: true,
+        }
     }
 
     fn none() -> Types {
-        Types { null: false, boolean: false, number: false, integer: false, string: false, array: false, object: false }
+        Types {
+            null: false,
+            boolean: false,
+            number: false,
+            integer: false,
+            string: false,
+            array: false,
+            object: false,
+        }
     }
 }
 
@@ -60,11 +131,20 @@ fn child(pointer: &str, token: &str) -> String {
 
 impl Ctx<'_> {
     fn invalid(&self, pointer: &str, message: impl Into<String>) -> SchemaError {
-        SchemaError::Invalid { pointer: pointer_or_root(pointer), message: message.into() }
+        SchemaError::Invalid {
+            pointer: pointer_or_root(pointer),
+            message: message.into(),
+        }
     }
 
     /// The set of values a schema (object or boolean) accepts.
-    pub(crate) fn parse_schema(&mut self, value: &Value, pointer: &str, base: &Uri, depth: usize) -> Result<Node, SchemaError> {
+    pub(crate) fn parse_schema(
+        &mut self,
+        value: &Value,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
         match value {
             Value::Bool(true) => Ok(Node::Any),
             Value::Bool(false) => Ok(Node::Nothing),
@@ -82,15 +162,33 @@ impl Ctx<'_> {
         }
     }
 
-    fn sub(&mut self, map: &Map<String, Value>, key: &str, pointer: &str, base: &Uri, depth: usize) -> Result<Option<Node>, SchemaError> {
+    fn sub(
+        &mut self,
+        map: &Map<String, Value>,
+        key: &str,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+    ) -> Result<Option<Node>, SchemaError> {
         match map.get(key) {
             None => Ok(None),
-            Some(v) => self.parse_schema(v, &child(pointer, key), base, depth + 1).map(Some),
+            Some(v) => self
+                .parse_schema(v, &child(pointer, key), base, depth + 1)
+                .map(Some),
         }
     }
 
-    fn sub_array(&mut self, map: &Map<String, Value>, key: &str, pointer: &str, base: &Uri, depth: usize) -> Result<Option<Vec<Node>>, SchemaError> {
-        let Some(v) = map.get(key) else { return Ok(None) };
+    fn sub_array(
+        &mut self,
+        map: &Map<String, Value>,
+        key: &str,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+    ) -> Result<Option<Vec<Node>>, SchemaError> {
+        let Some(v) = map.get(key) else {
+            return Ok(None);
+        };
         let ptr = child(pointer, key);
         let Value::Array(items) = v else {
             return Err(self.invalid(&ptr, format!("'{key}' must be an array of schemas")));
@@ -102,11 +200,18 @@ impl Ctx<'_> {
         Ok(Some(out))
     }
 
-    fn parse_object(&mut self, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize) -> Result<Node, SchemaError> {
+    fn parse_object(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
         let draft = self.doc.draft;
         let mut base = base.clone();
         if let Some(id) = map.get(draft.id_keyword()).and_then(Value::as_str) {
-            if !id.starts_with('#') && !(draft <= Draft::Draft7 && map.contains_key("$ref")) {
+            let ignored = id.starts_with('#') || (draft <= Draft::Draft7 && map.contains_key("$ref"));
+            if !ignored {
                 base = base.resolve(id).without_fragment();
             }
         }
@@ -117,13 +222,19 @@ impl Ctx<'_> {
             let Some(r) = r.as_str() else {
                 return Err(self.invalid(&ref_ptr, "'$ref' must be a string"));
             };
-            let target = self.doc.resolve(base, r).map_err(|reason| SchemaError::UnresolvedRef {
-                reference: r.to_string(),
-                pointer: pointer_or_root(&ref_ptr),
-                reason,
-            })?;
+            let target =
+                self.doc
+                    .resolve(base, r)
+                    .map_err(|reason| SchemaError::UnresolvedRef {
+                        reference: r.to_string(),
+                        pointer: pointer_or_root(&ref_ptr),
+                        reason,
+                    })?;
             let target_base = self.doc.base_at(&target);
-            let def = self.schema_def(Location { pointer: target, base: target_base })?;
+            let def = self.schema_def(Location {
+                pointer: target,
+                base: target_base,
+            })?;
             if draft <= Draft::Draft7 {
                 return Ok(Node::Ref(def));
             }
@@ -131,14 +242,26 @@ impl Ctx<'_> {
         }
         for key in map.keys() {
             let k = key.as_str();
-            if ANNOTATIONS.contains(&k) || KNOWN.contains(&k) || (k == "id" && draft == Draft::Draft4) {
+            if ANNOTATIONS.contains(&k)
+                || KNOWN.contains(&k)
+                || (k == "id" && draft == Draft::Draft4)
+            {
                 continue;
             }
-            self.warn(&child(pointer, k), k, WarningKind::UnknownKeyword, "not a JSON Schema keyword: ignored");
+            self.warn(
+                &child(pointer, k),
+                k,
+                WarningKind::UnknownKeyword,
+                "not a JSON Schema keyword: ignored",
+            );
         }
         for kw in ["$dynamicRef", "$recursiveRef"] {
             if map.contains_key(kw) {
-                self.unsupported(&child(pointer, kw), kw, "dynamic references are not supported")?;
+                self.unsupported(
+                    &child(pointer, kw),
+                    kw,
+                    "dynamic references are not supported",
+                )?;
             }
         }
 
@@ -181,7 +304,13 @@ impl Ctx<'_> {
     }
 
     /// `if`/`then`/`else`: (if ∧ then) ∪ (¬if ∧ else).
-    fn if_then_else(&mut self, cond: Node, then: Option<Node>, otherwise: Option<Node>, pointer: &str) -> Result<Node, SchemaError> {
+    fn if_then_else(
+        &mut self,
+        cond: Node,
+        then: Option<Node>,
+        otherwise: Option<Node>,
+        pointer: &str,
+    ) -> Result<Node, SchemaError> {
         let then = then.unwrap_or(Node::Any);
         let otherwise = otherwise.unwrap_or(Node::Any);
         if then == Node::Any && otherwise == Node::Any {
@@ -195,7 +324,11 @@ impl Ctx<'_> {
         let not_cond = match self.complement(&cond, pointer) {
             Ok(n) => n,
             Err(SchemaError::Unsupported { reason, .. }) => {
-                self.unsupported(pointer, "if", format!("cannot negate the condition: {reason}"))?;
+                self.unsupported(
+                    pointer,
+                    "if",
+                    format!("cannot negate the condition: {reason}"),
+                )?;
                 return Ok(Node::any_of(vec![then, otherwise]));
             }
             Err(e) => return Err(e),
@@ -205,7 +338,12 @@ impl Ctx<'_> {
     }
 
     /// The complement of `n`; with `lenient`, an uncomplementable `not` is dropped.
-    fn complement_or_drop(&mut self, n: &Node, pointer: &str, keyword: &str) -> Result<Node, SchemaError> {
+    fn complement_or_drop(
+        &mut self,
+        n: &Node,
+        pointer: &str,
+        keyword: &str,
+    ) -> Result<Node, SchemaError> {
         match self.complement(n, pointer) {
             Ok(c) => Ok(c),
             Err(SchemaError::Unsupported { reason, .. }) => {
@@ -217,13 +355,18 @@ impl Ctx<'_> {
     }
 
     fn types(&self, map: &Map<String, Value>, pointer: &str) -> Result<Types, SchemaError> {
-        let Some(t) = map.get("type") else { return Ok(Types::all()) };
+        let Some(t) = map.get("type") else {
+            return Ok(Types::all());
+        };
         let ptr = child(pointer, "type");
         let names: Vec<&str> = match t {
             Value::String(s) => vec![s.as_str()],
             Value::Array(a) => a
                 .iter()
-                .map(|v| v.as_str().ok_or_else(|| self.invalid(&ptr, "'type' entries must be strings")))
+                .map(|v| {
+                    v.as_str()
+                        .ok_or_else(|| self.invalid(&ptr, "'type' entries must be strings"))
+                })
                 .collect::<Result<_, _>>()?,
             _ => return Err(self.invalid(&ptr, "'type' must be a string or an array of strings")),
         };
@@ -244,8 +387,19 @@ impl Ctx<'_> {
         Ok(types)
     }
 
-    fn typed(&mut self, map: &Map<String, Value>, types: Types, pointer: &str, base: &Uri, depth: usize) -> Result<Node, SchemaError> {
-        let mut t = Typed { null: types.null, boolean: types.boolean, ..Typed::default() };
+    fn typed(
+        &mut self,
+        map: &Map<String, Value>,
+        types: Types,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
+        let mut t = Typed {
+            null: types.null,
+            boolean: types.boolean,
+            ..Typed::default()
+        };
         if types.number || types.integer {
             t.number = self.number_set(map, pointer, !types.number)?;
         }
@@ -264,55 +418,108 @@ impl Ctx<'_> {
         Ok(Node::typed(t))
     }
 
-    fn number(&self, map: &Map<String, Value>, key: &str, pointer: &str) -> Result<Option<Decimal>, SchemaError> {
+    fn number(
+        &self,
+        map: &Map<String, Value>,
+        key: &str,
+        pointer: &str,
+    ) -> Result<Option<Decimal>, SchemaError> {
         match map.get(key) {
             None => Ok(None),
-            Some(Value::Number(n)) => Decimal::from_json(n)
-                .map(Some)
-                .ok_or_else(|| self.invalid(&child(pointer, key), format!("'{key}' is not a finite number"))),
+            Some(Value::Number(n)) => Decimal::from_json(n).map(Some).ok_or_else(|| {
+                self.invalid(
+                    &child(pointer, key),
+                    format!("'{key}' is not a finite number"),
+                )
+            }),
             Some(_) => Err(self.invalid(&child(pointer, key), format!("'{key}' must be a number"))),
         }
     }
 
-    fn count(&self, map: &Map<String, Value>, key: &str, pointer: &str) -> Result<Option<u64>, SchemaError> {
-        let Some(v) = self.number(map, key, pointer)? else { return Ok(None) };
+    fn count(
+        &self,
+        map: &Map<String, Value>,
+        key: &str,
+        pointer: &str,
+    ) -> Result<Option<u64>, SchemaError> {
+        let Some(v) = self.number(map, key, pointer)? else {
+            return Ok(None);
+        };
         if v.is_negative() || !v.is_integer() {
-            return Err(self.invalid(&child(pointer, key), format!("'{key}' must be a non-negative integer")));
+            return Err(self.invalid(
+                &child(pointer, key),
+                format!("'{key}' must be a non-negative integer"),
+            ));
         }
-        Ok(Some(v.to_u128().map_or(u64::MAX, |x| u64::try_from(x).unwrap_or(u64::MAX))))
+        Ok(Some(v.to_u128().map_or(u64::MAX, |x| {
+            u64::try_from(x).unwrap_or(u64::MAX)
+        })))
     }
 
-    fn number_set(&mut self, map: &Map<String, Value>, pointer: &str, integer: bool) -> Result<Option<NumberSet>, SchemaError> {
-        let mut set = NumberSet { integer, ..NumberSet::default() };
+    fn number_set(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+        integer: bool,
+    ) -> Result<Option<NumberSet>, SchemaError> {
+        let mut set = NumberSet {
+            integer,
+            ..NumberSet::default()
+        };
         let draft4_flag = |key: &str| map.get(key).and_then(Value::as_bool);
         let minimum = self.number(map, "minimum", pointer)?;
         let maximum = self.number(map, "maximum", pointer)?;
         if let Some(v) = minimum {
-            set.lo = Some(Bound { value: v, exclusive: draft4_flag("exclusiveMinimum") == Some(true) });
+            set.lo = Some(Bound {
+                value: v,
+                exclusive: draft4_flag("exclusiveMinimum") == Some(true),
+            });
         }
         if let Some(v) = maximum {
-            set.hi = Some(Bound { value: v, exclusive: draft4_flag("exclusiveMaximum") == Some(true) });
+            set.hi = Some(Bound {
+                value: v,
+                exclusive: draft4_flag("exclusiveMaximum") == Some(true),
+            });
         }
         if draft4_flag("exclusiveMinimum").is_none() {
             if let Some(v) = self.number(map, "exclusiveMinimum", pointer)? {
-                set.lo = tighter_lo(set.lo.take(), Bound { value: v, exclusive: true });
+                set.lo = tighter_lo(
+                    set.lo.take(),
+                    Bound {
+                        value: v,
+                        exclusive: true,
+                    },
+                );
             }
         }
         if draft4_flag("exclusiveMaximum").is_none() {
             if let Some(v) = self.number(map, "exclusiveMaximum", pointer)? {
-                set.hi = tighter_hi(set.hi.take(), Bound { value: v, exclusive: true });
+                set.hi = tighter_hi(
+                    set.hi.take(),
+                    Bound {
+                        value: v,
+                        exclusive: true,
+                    },
+                );
             }
         }
         if let Some(m) = self.number(map, "multipleOf", pointer)? {
             if m.is_negative() || m.is_zero() {
-                return Err(self.invalid(&child(pointer, "multipleOf"), "'multipleOf' must be greater than 0"));
+                return Err(self.invalid(
+                    &child(pointer, "multipleOf"),
+                    "'multipleOf' must be greater than 0",
+                ));
             }
             set.multiple_of.push(m);
         }
         Ok(Some(set))
     }
 
-    fn string_set(&mut self, map: &Map<String, Value>, pointer: &str) -> Result<Option<StringSet>, SchemaError> {
+    fn string_set(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+    ) -> Result<Option<StringSet>, SchemaError> {
         let mut set = StringSet {
             min_len: self.count(map, "minLength", pointer)?.unwrap_or(0),
             max_len: self.count(map, "maxLength", pointer)?,
@@ -335,7 +542,19 @@ impl Ctx<'_> {
             if self.options.assert_formats {
                 match formats::format_re(name) {
                     Some(re) => set.langs.push(Rc::new(re)),
-                    None => self.warn(&ptr, "format", WarningKind::UnknownFormat, format!("unknown format '{name}': not enforced")),
+                    None if formats::NOT_REGULAR.contains(&name) => {
+                        self.unsupported(
+                            &ptr,
+                            "format",
+                            format!("format '{name}' is not a regular language"),
+                        )?;
+                    }
+                    None => self.warn(
+                        &ptr,
+                        "format",
+                        WarningKind::UnknownFormat,
+                        format!("unknown format '{name}': not enforced"),
+                    ),
                 }
             }
         }
@@ -346,7 +565,10 @@ impl Ctx<'_> {
                 limit: crate::strings::MAX_LENGTH_BOUND as usize,
             });
         }
-        if let Some(m) = set.max_len.filter(|&m| m > crate::strings::MAX_LENGTH_BOUND) {
+        if let Some(m) = set
+            .max_len
+            .filter(|&m| m > crate::strings::MAX_LENGTH_BOUND)
+        {
             // Patterns that are shorter anyway make the bound irrelevant.
             let pattern_max = set.langs.iter().filter_map(|l| l.length_bounds().1).min();
             if pattern_max.is_none_or(|h| h > crate::strings::MAX_LENGTH_BOUND) {
@@ -354,7 +576,10 @@ impl Ctx<'_> {
                     &child(pointer, "maxLength"),
                     "maxLength",
                     WarningKind::Narrowed,
-                    format!("maxLength {m} is enforced as {}: longer strings are not generated", crate::strings::MAX_LENGTH_BOUND),
+                    format!(
+                        "maxLength {m} is enforced as {}: longer strings are not generated",
+                        crate::strings::MAX_LENGTH_BOUND
+                    ),
                 );
                 set.max_len = Some(crate::strings::MAX_LENGTH_BOUND);
             }
@@ -377,14 +602,26 @@ impl Ctx<'_> {
     }
 
     /// A pattern's search language; `None` when it is dropped (lenient).
-    pub(crate) fn pattern(&mut self, pattern: &str, pointer: &str, keyword: &str) -> Result<Option<Re>, SchemaError> {
+    pub(crate) fn pattern(
+        &mut self,
+        pattern: &str,
+        pointer: &str,
+        keyword: &str,
+    ) -> Result<Option<Re>, SchemaError> {
         match ecma::search_language(pattern) {
             Ok(re) => {
                 if re.has_looks() {
                     match crate::re::dfa::intersect_all(&[re]) {
                         Ok(r) => Ok(Some(r)),
                         Err(e) => {
-                            self.unsupported(pointer, keyword, format!("pattern {pattern:?}: automaton exceeds {} {}", e.limit, e.what))?;
+                            self.unsupported(
+                                pointer,
+                                keyword,
+                                format!(
+                                    "pattern {pattern:?}: automaton exceeds {} {}",
+                                    e.limit, e.what
+                                ),
+                            )?;
                             Ok(None)
                         }
                     }
@@ -400,7 +637,13 @@ impl Ctx<'_> {
         }
     }
 
-    fn array_set(&mut self, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize) -> Result<Option<ArraySet>, SchemaError> {
+    fn array_set(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+    ) -> Result<Option<ArraySet>, SchemaError> {
         let mut set = ArraySet::default();
         let tuple_items = matches!(map.get("items"), Some(Value::Array(_)));
         if let Some(prefix) = self.sub_array(map, "prefixItems", pointer, base, depth)? {
@@ -410,7 +653,9 @@ impl Ctx<'_> {
             }
         } else if tuple_items {
             // Draft 7 tuple form: `items` is the prefix, `additionalItems` the rest.
-            set.prefix = self.sub_array(map, "items", pointer, base, depth)?.unwrap_or_default();
+            set.prefix = self
+                .sub_array(map, "items", pointer, base, depth)?
+                .unwrap_or_default();
             if let Some(rest) = self.sub(map, "additionalItems", pointer, base, depth)? {
                 set.items = rest;
             }
@@ -426,18 +671,41 @@ impl Ctx<'_> {
         }
         match map.get("uniqueItems") {
             None | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => set.unique = true,
-            Some(_) => return Err(self.invalid(&child(pointer, "uniqueItems"), "'uniqueItems' must be a boolean")),
+            Some(Value::Bool(true)) => {
+                // Distinct elements can only be tracked when they come from a small finite set.
+                set.unique = set.max.is_none_or(|m| m > 1);
+                if set.unique
+                    && !(set.prefix.is_empty()
+                        && set.contains.is_empty()
+                        && self.small_finite(&set.items))
+                {
+                    self.unsupported(pointer, "uniqueItems", "only arrays whose elements come from a small finite set (enum, boolean, null) can be kept unique")?;
+                    set.unique = false;
+                }
+            }
+            Some(_) => {
+                return Err(self.invalid(
+                    &child(pointer, "uniqueItems"),
+                    "'uniqueItems' must be a boolean",
+                ))
+            }
         }
         if let Some(u) = map.get("unevaluatedItems") {
             let ptr = child(pointer, "unevaluatedItems");
-            let in_place = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains"].iter().any(|k| map.contains_key(*k));
-            let covered = map.contains_key("items") && !tuple_items || map.contains_key("additionalItems");
+            let in_place = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains"]
+                .iter()
+                .any(|k| map.contains_key(*k));
+            let covered =
+                map.contains_key("items") && !tuple_items || map.contains_key("additionalItems");
             if !covered {
                 if in_place {
                     let n = self.parse_schema(u, &ptr, base, depth + 1)?;
                     if n != Node::Any {
-                        self.unsupported(&ptr, "unevaluatedItems", "together with in-place applicators (allOf, anyOf, $ref...)")?;
+                        self.unsupported(
+                            &ptr,
+                            "unevaluatedItems",
+                            "together with in-place applicators (allOf, anyOf, $ref...)",
+                        )?;
                     }
                 } else {
                     set.items = self.parse_schema(u, &ptr, base, depth + 1)?;
@@ -447,7 +715,13 @@ impl Ctx<'_> {
         Ok(Some(set))
     }
 
-    fn object_set(&mut self, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize) -> Result<Option<ObjectSet>, SchemaError> {
+    fn object_set(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+    ) -> Result<Option<ObjectSet>, SchemaError> {
         let mut set = ObjectSet::default();
         let mut patterns: Vec<(Rc<Re>, Node)> = Vec::new();
         if let Some(v) = map.get("patternProperties") {
@@ -479,30 +753,55 @@ impl Ctx<'_> {
             }
         }
         for (re, node) in &patterns {
-            set.rules.push(KeyRule { keys: KeySet::Lang(re.clone()), value: node.clone() });
+            set.rules.push(KeyRule {
+                keys: KeySet::Lang(re.clone()),
+                value: node.clone(),
+            });
         }
         let mut additional = self.sub(map, "additionalProperties", pointer, base, depth)?;
         if additional.is_none() {
             if let Some(u) = map.get("unevaluatedProperties") {
                 let ptr = child(pointer, "unevaluatedProperties");
-                let in_place = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "dependentSchemas", "dependencies"]
-                    .iter()
-                    .any(|k| map.contains_key(*k));
+                let in_place = [
+                    "allOf",
+                    "anyOf",
+                    "oneOf",
+                    "not",
+                    "if",
+                    "$ref",
+                    "dependentSchemas",
+                    "dependencies",
+                ]
+                .iter()
+                .any(|k| map.contains_key(*k));
                 let n = self.parse_schema(u, &ptr, base, depth + 1)?;
                 if in_place && n != Node::Any {
-                    self.unsupported(&ptr, "unevaluatedProperties", "together with in-place applicators (allOf, anyOf, $ref...)")?;
+                    self.unsupported(
+                        &ptr,
+                        "unevaluatedProperties",
+                        "together with in-place applicators (allOf, anyOf, $ref...)",
+                    )?;
                 } else if !in_place {
                     additional = Some(n);
                 }
             }
         }
-        if additional.is_none() && self.options.additional_properties == AdditionalProperties::Strict && map.contains_key("properties") {
+        if additional.is_none()
+            && self.options.additional_properties == AdditionalProperties::Strict
+            && map.contains_key("properties")
+        {
             additional = Some(Node::Nothing);
         }
         if let Some(value) = additional {
             let names: Vec<String> = set.props.iter().map(|(k, _)| k.clone()).collect();
             let langs: Vec<Rc<Re>> = patterns.iter().map(|(re, _)| re.clone()).collect();
-            set.rules.push(KeyRule { keys: KeySet::Other { names: names.into(), langs: langs.into() }, value });
+            set.rules.push(KeyRule {
+                keys: KeySet::Other {
+                    names: names.into(),
+                    langs: langs.into(),
+                },
+                value,
+            });
         }
         if let Some(v) = map.get("required") {
             let ptr = child(pointer, "required");
@@ -526,21 +825,44 @@ impl Ctx<'_> {
         set.max = self.count(map, "maxProperties", pointer)?;
         if let Some(names) = self.sub(map, "propertyNames", pointer, base, depth)? {
             let ptr = child(pointer, "propertyNames");
-            match self.names_lang(&names, &ptr)? {
-                Some(re) => set.names.push(Rc::new(re)),
-                None => {}
+            if let Some(re) = self.names_lang(&names, &ptr)? {
+                set.names.push(Rc::new(re));
             }
         }
         Ok(Some(set))
     }
 
+    /// Whether `node` is a finite set of at most a dozen values (without following references).
+    fn small_finite(&self, node: &Node) -> bool {
+        match node {
+            Node::Nothing => true,
+            Node::Const(values) => values.len() <= 12,
+            Node::Typed(t) => {
+                t.number.is_none() && t.string.is_none() && t.array.is_none() && t.object.is_none()
+            }
+            Node::AnyOf(parts) => parts.iter().all(|p| self.small_finite(p)),
+            Node::Any | Node::Ref(_) => false,
+        }
+    }
+
     /// The language of the strings a `propertyNames` schema accepts (`None`: all).
-    pub(crate) fn names_lang(&mut self, node: &Node, pointer: &str) -> Result<Option<Re>, SchemaError> {
-        let node = self.expand(node).map_err(|f| self.fail_to_error(f, pointer))?;
+    pub(crate) fn names_lang(
+        &mut self,
+        node: &Node,
+        pointer: &str,
+    ) -> Result<Option<Re>, SchemaError> {
+        let node = self
+            .expand(node)
+            .map_err(|f| self.fail_to_error(f, pointer))?;
         Ok(match &node {
             Node::Any => None,
             Node::Nothing => Some(Re::nothing()),
-            Node::Const(values) => Some(Re::alt(values.iter().filter_map(|l| l.value.as_str().map(Re::literal)).collect())),
+            Node::Const(values) => Some(Re::alt(
+                values
+                    .iter()
+                    .filter_map(|l| l.value.as_str().map(Re::literal))
+                    .collect(),
+            )),
             Node::Typed(t) => match &t.string {
                 None => Some(Re::nothing()),
                 Some(s) if s.is_all() => None,
@@ -567,7 +889,15 @@ impl Ctx<'_> {
     }
 
     /// `dependentRequired`, `dependentSchemas` and draft 7 `dependencies`.
-    fn dependencies(&mut self, mut node: Node, map: &Map<String, Value>, pointer: &str, base: &Uri, depth: usize, types: Types) -> Result<Node, SchemaError> {
+    fn dependencies(
+        &mut self,
+        mut node: Node,
+        map: &Map<String, Value>,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+        types: Types,
+    ) -> Result<Node, SchemaError> {
         if !types.object {
             return Ok(node);
         }
@@ -585,7 +915,11 @@ impl Ctx<'_> {
                     Value::Array(names) if key != "dependentSchemas" => {
                         let names = names
                             .iter()
-                            .map(|n| n.as_str().map(str::to_string).ok_or_else(|| self.invalid(&dep_ptr, "dependency names must be strings")))
+                            .map(|n| {
+                                n.as_str().map(str::to_string).ok_or_else(|| {
+                                    self.invalid(&dep_ptr, "dependency names must be strings")
+                                })
+                            })
                             .collect::<Result<Vec<_>, _>>()?;
                         required.push((name.clone(), names, dep_ptr));
                     }
@@ -593,7 +927,12 @@ impl Ctx<'_> {
                         let n = self.parse_schema(dep, &dep_ptr, base, depth + 1)?;
                         schemas.push((name.clone(), n));
                     }
-                    _ => return Err(self.invalid(&dep_ptr, "'dependentRequired' values must be arrays of names")),
+                    _ => {
+                        return Err(self.invalid(
+                            &dep_ptr,
+                            "'dependentRequired' values must be arrays of names",
+                        ))
+                    }
                 }
             }
         }
@@ -603,15 +942,31 @@ impl Ctx<'_> {
             }
             let mut all = vec![name.clone()];
             all.extend(names);
-            let with = ObjectSet { required: all, ..ObjectSet::default() };
-            let alt = self.dependency(&name, Node::typed(Typed { object: Some(with), ..Typed::default() }), &dep_ptr)?;
+            let with = ObjectSet {
+                required: all,
+                ..ObjectSet::default()
+            };
+            let alt = self.dependency(
+                &name,
+                Node::typed(Typed {
+                    object: Some(with),
+                    ..Typed::default()
+                }),
+                &dep_ptr,
+            )?;
             node = self.meet(&node, &alt, &dep_ptr)?;
         }
         for (name, n) in schemas {
             if n == Node::Any {
                 continue;
             }
-            let present = Node::typed(Typed { object: Some(ObjectSet { required: vec![name.clone()], ..ObjectSet::default() }), ..Typed::default() });
+            let present = Node::typed(Typed {
+                object: Some(ObjectSet {
+                    required: vec![name.clone()],
+                    ..ObjectSet::default()
+                }),
+                ..Typed::default()
+            });
             let dep_ptr = child(pointer, &name);
             let with = self.meet(&present, &n, &dep_ptr)?;
             let alt = self.dependency(&name, with, &dep_ptr)?;
@@ -624,10 +979,16 @@ impl Ctx<'_> {
     fn dependency(&mut self, name: &str, with: Node, _pointer: &str) -> Result<Node, SchemaError> {
         let mut others = Typed::all();
         others.object = None;
-        let without = ObjectSet { props: vec![(name.to_string(), Node::Nothing)], ..ObjectSet::default() };
+        let without = ObjectSet {
+            props: vec![(name.to_string(), Node::Nothing)],
+            ..ObjectSet::default()
+        };
         Ok(Node::any_of(vec![
             Node::typed(others),
-            Node::typed(Typed { object: Some(without), ..Typed::default() }),
+            Node::typed(Typed {
+                object: Some(without),
+                ..Typed::default()
+            }),
             with,
         ]))
     }

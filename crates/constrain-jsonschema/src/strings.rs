@@ -7,7 +7,11 @@ use crate::re::{narrow_length, restrict_length, Re};
 
 impl std::fmt::Display for TooLarge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the combined automaton exceeds the limit of {} {}", self.limit, self.what)
+        write!(
+            f,
+            "the combined automaton exceeds the limit of {} {}",
+            self.limit, self.what
+        )
     }
 }
 
@@ -21,7 +25,9 @@ pub(crate) fn string_re_or_subset(set: &StringSet) -> Result<(Re, bool), TooLarg
     match string_re(set) {
         Ok(re) => Ok((re, false)),
         Err(e) => {
-            let Some(max) = set.max_len else { return Err(e) };
+            let Some(max) = set.max_len else {
+                return Err(e);
+            };
             let langs: Vec<Re> = set.langs.iter().map(|r| (**r).clone()).collect();
             let combined = dfa::intersect_all(&langs)?;
             Ok((narrow_length(&combined, set.min_len, max), true))
@@ -33,11 +39,11 @@ pub(crate) fn string_re_or_subset(set: &StringSet) -> Result<(Re, bool), TooLarg
 pub(crate) fn string_re(set: &StringSet) -> Result<Re, TooLarge> {
     let max32 = |m: u64| u32::try_from(m).ok();
     if set.langs.is_empty() {
-        let min = u32::try_from(set.min_len).map_err(|_| TooLarge { what: "minLength".into(), limit: u32::MAX as usize })?;
-        let max = match set.max_len {
-            None => None,
-            Some(m) => Some(max32(m).unwrap_or(u32::MAX)),
-        };
+        let min = u32::try_from(set.min_len).map_err(|_| TooLarge {
+            what: "minLength".into(),
+            limit: u32::MAX as usize,
+        })?;
+        let max = set.max_len.map(|m| max32(m).unwrap_or(u32::MAX));
         return Ok(Re::repeat(Re::any_char(), min, max));
     }
     let langs: Vec<Re> = set.langs.iter().map(|r| (**r).clone()).collect();
@@ -48,21 +54,42 @@ pub(crate) fn string_re(set: &StringSet) -> Result<Re, TooLarge> {
     if let Some(r) = restrict_length(&combined, set.min_len, set.max_len) {
         return Ok(r);
     }
-    let min = u32::try_from(set.min_len).map_err(|_| TooLarge { what: "minLength".into(), limit: u32::MAX as usize })?;
+    let min = u32::try_from(set.min_len).map_err(|_| TooLarge {
+        what: "minLength".into(),
+        limit: u32::MAX as usize,
+    })?;
     let Some(max) = set.max_len.map(|m| max32(m).unwrap_or(u32::MAX)) else {
         return dfa::intersect_all(&[combined, Re::repeat(Re::any_char(), min, None)]);
     };
     // The product has up to |pattern| × (max + 1) states, and the expression rebuilt from it
     // nests about `max` deep: refuse early rather than build it.
     if max as usize > dfa::MAX_RE_DEPTH {
-        return Err(TooLarge { what: "nesting of a length bound combined with a pattern".into(), limit: dfa::MAX_RE_DEPTH });
+        return Err(TooLarge {
+            what: "nesting of a length bound combined with a pattern".into(),
+            limit: dfa::MAX_RE_DEPTH,
+        });
     }
     let pattern = Dfa::from_re(&combined)?.minimize();
     if (pattern.state_count() as u64).saturating_mul(u64::from(max) + 1) > LENGTH_PRODUCT_STATES {
-        return Err(TooLarge { what: "automaton states of a pattern with length bounds".into(), limit: LENGTH_PRODUCT_STATES as usize });
+        return Err(TooLarge {
+            what: "automaton states of a pattern with length bounds".into(),
+            limit: LENGTH_PRODUCT_STATES as usize,
+        });
     }
-    pattern.intersect(&dfa::length_dfa(min, max))?.to_re()
+    let re = pattern.intersect(&dfa::length_dfa(min, max))?.to_re()?;
+    // Rebuilt expressions repeat classes along every path; past this size the structural subset
+    // (see `narrow_length`) makes a far smaller grammar.
+    if re.size() > MAX_REBUILT_SIZE {
+        return Err(TooLarge {
+            what: "size of the expression for a pattern with length bounds".into(),
+            limit: MAX_REBUILT_SIZE,
+        });
+    }
+    Ok(re)
 }
+
+/// Largest expression accepted from an automaton for a pattern with length bounds.
+const MAX_REBUILT_SIZE: usize = 3_000;
 
 /// Most states of the product of a pattern's automaton and a length counter.
 const LENGTH_PRODUCT_STATES: u64 = 4_000;

@@ -22,7 +22,13 @@ impl Uri {
             None => (rest, None),
         };
         let (scheme, rest) = match rest.find([':', '/']) {
-            Some(i) if rest.as_bytes()[i] == b':' && i > 0 && rest[..i].bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) => {
+            Some(i)
+                if rest.as_bytes()[i] == b':'
+                    && i > 0
+                    && rest[..i]
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) =>
+            {
                 (Some(rest[..i].to_ascii_lowercase()), &rest[i + 1..])
             }
             _ => (None, rest),
@@ -34,7 +40,13 @@ impl Uri {
             }
             None => (None, rest.to_string()),
         };
-        Uri { scheme, authority, path, query, fragment }
+        Uri {
+            scheme,
+            authority,
+            path,
+            query,
+            fragment,
+        }
     }
 
     pub(crate) fn fragment(&self) -> Option<&str> {
@@ -43,16 +55,28 @@ impl Uri {
 
     /// The same URI without its fragment.
     pub(crate) fn without_fragment(&self) -> Uri {
-        Uri { fragment: None, ..self.clone() }
+        Uri {
+            fragment: None,
+            ..self.clone()
+        }
     }
 
     /// `reference` resolved against `self` (RFC 3986, section 5.2.2).
     pub(crate) fn resolve(&self, reference: &str) -> Uri {
         let r = Uri::parse(reference);
         if r.scheme.is_some() {
-            return Uri { path: remove_dot_segments(&r.path), ..r };
+            return Uri {
+                path: remove_dot_segments(&r.path),
+                ..r
+            };
         }
-        let mut t = Uri { scheme: self.scheme.clone(), authority: None, path: String::new(), query: None, fragment: r.fragment.clone() };
+        let mut t = Uri {
+            scheme: self.scheme.clone(),
+            authority: None,
+            path: String::new(),
+            query: None,
+            fragment: r.fragment.clone(),
+        };
         if r.authority.is_some() {
             t.authority = r.authority;
             t.path = remove_dot_segments(&r.path);
@@ -156,7 +180,11 @@ pub(crate) fn pointer_tokens(pointer: &str) -> Option<Vec<String>> {
         return Some(Vec::new());
     }
     let rest = pointer.strip_prefix('/')?;
-    Some(rest.split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect())
+    Some(
+        rest.split('/')
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect(),
+    )
 }
 
 /// One reference token escaped for a JSON pointer.
@@ -191,7 +219,10 @@ mod tests {
 
     #[test]
     fn pointers_and_percent_encoding() {
-        assert_eq!(pointer_tokens("/a~1b/~0c/0"), Some(vec!["a/b".into(), "~c".into(), "0".into()]));
+        assert_eq!(
+            pointer_tokens("/a~1b/~0c/0"),
+            Some(vec!["a/b".into(), "~c".into(), "0".into()])
+        );
         assert_eq!(pointer_tokens(""), Some(vec![]));
         assert_eq!(pointer_tokens("a"), None);
         assert_eq!(percent_decode("a%25b%22c"), Some("a%b\"c".into()));

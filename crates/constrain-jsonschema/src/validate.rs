@@ -101,13 +101,29 @@ impl Ctx<'_> {
         Ok(true)
     }
 
-    fn object_accepts(&mut self, set: &ObjectSet, map: &serde_json::Map<String, Value>) -> Result<bool, Fail> {
+    fn object_accepts(
+        &mut self,
+        set: &ObjectSet,
+        map: &serde_json::Map<String, Value>,
+    ) -> Result<bool, Fail> {
         let n = map.len() as u64;
         if n < set.min || set.max.is_some_and(|m| n > m) {
             return Ok(false);
         }
         if set.required.iter().any(|k| !map.contains_key(k)) {
             return Ok(false);
+        }
+        for e in &set.some {
+            let mut found = false;
+            for (k, v) in map {
+                if self.lang_matches(&e.keys, k)? && self.accepts(&e.value, v)? {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return Ok(false);
+            }
         }
         for (k, v) in map {
             for l in &set.names {
@@ -146,5 +162,7 @@ pub(crate) fn number_accepts(set: &NumberSet, d: &Decimal) -> bool {
             _ => {}
         }
     }
-    set.multiple_of.iter().all(|m| d.is_multiple_of(m).unwrap_or(false))
+    set.multiple_of
+        .iter()
+        .all(|m| d.is_multiple_of(m).unwrap_or(false))
 }

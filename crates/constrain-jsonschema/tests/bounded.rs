@@ -10,13 +10,25 @@ use serde_json::{json, Value};
 
 /// Runs `f` on a thread with a large stack (deep `serde_json` values recurse when dropped).
 fn with_big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new().stack_size(256 << 20).spawn(f).expect("thread").join().expect("no panic");
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(f)
+        .expect("thread")
+        .join()
+        .expect("no panic");
 }
 
+/// `{"type": "object", "properties": {"a": ...}}`, `depth` levels deep (built by moving the
+/// inner value: `json!` would copy it at every level).
 fn nested(depth: usize) -> Value {
     let mut v = json!({"type": "integer"});
     for _ in 0..depth {
-        v = json!({"type": "object", "properties": {"a": v}});
+        let mut props = serde_json::Map::new();
+        props.insert("a".into(), v);
+        let mut obj = serde_json::Map::new();
+        obj.insert("type".into(), json!("object"));
+        obj.insert("properties".into(), Value::Object(props));
+        v = Value::Object(obj);
     }
     v
 }
@@ -41,7 +53,9 @@ fn moderate_nesting_compiles_and_matches() {
     let c = Checked::new(&index, &nested(60), &Options::default()).expect("compiles");
     let mut doc = json!(7);
     for _ in 0..60 {
-        doc = json!({"a": doc});
+        let mut obj = serde_json::Map::new();
+        obj.insert("a".into(), doc);
+        doc = Value::Object(obj);
     }
     assert_eq!(c.accepts(&doc), (true, true));
 }
@@ -50,7 +64,10 @@ fn moderate_nesting_compiles_and_matches() {
 fn hundred_thousand_value_enum() {
     let values: Vec<Value> = (0..100_000).map(|i| json!(format!("value-{i}"))).collect();
     let compiled = compile(&json!({"enum": values}), &Options::default()).expect("compiles");
-    assert!(compiled.warnings.iter().any(|w| w.kind == constrain_jsonschema::WarningKind::CanonicalSpelling));
+    assert!(compiled
+        .warnings
+        .iter()
+        .any(|w| w.kind == constrain_jsonschema::WarningKind::CanonicalSpelling));
     // A tenth of it, through the engine.
     let values: Vec<Value> = (0..10_000).map(|i| json!(format!("value-{i}"))).collect();
     let index = byte_index();
@@ -60,7 +77,13 @@ fn hundred_thousand_value_enum() {
     assert!(!c.accepts_text("\"value-10000\""));
     let numbers: Vec<Value> = (0..100_000).map(|i| json!(i * 3)).collect();
     let compiled = compile(&json!({"enum": numbers}), &Options::default());
-    assert!(compiled.is_ok() || matches!(compiled, Err(SchemaError::TooComplex { .. } | SchemaError::Grammar(_))));
+    assert!(
+        compiled.is_ok()
+            || matches!(
+                compiled,
+                Err(SchemaError::TooComplex { .. } | SchemaError::Grammar(_))
+            )
+    );
 }
 
 #[test]
@@ -81,15 +104,40 @@ fn megabyte_schema() {
 
 #[test]
 fn catastrophic_patterns_are_bounded() {
-    for pattern in ["(a*)*b", "(a|a)*c", "^(a+)+$", "(x+x+)+y", "((a{1,100}){1,100}){1,100}", "(.*a){20}", "^(?:[a-z0-9]+(?:-[a-z0-9]+)*\\.)+[a-z]{2,}$"] {
+    for pattern in [
+        "(a*)*b",
+        "(a|a)*c",
+        "^(a+)+$",
+        "(x+x+)+y",
+        "((a{1,100}){1,100}){1,100}",
+        "(.*a){20}",
+        "^(?:[a-z0-9]+(?:-[a-z0-9]+)*\\.)+[a-z]{2,}$",
+    ] {
         let schema = json!({"type": "string", "pattern": pattern});
         match compile(&schema, &Options::default()) {
             Ok(_) => {}
-            Err(e) => assert!(matches!(e, SchemaError::TooComplex { .. } | SchemaError::Grammar(_) | SchemaError::Unsupported { .. }), "{pattern}: {e}"),
+            Err(e) => assert!(
+                matches!(
+                    e,
+                    SchemaError::TooComplex { .. }
+                        | SchemaError::Grammar(_)
+                        | SchemaError::Unsupported { .. }
+                ),
+                "{pattern}: {e}"
+            ),
         }
-        let with_length = json!({"type": "string", "pattern": pattern, "minLength": 3, "maxLength": 900});
+        let with_length =
+            json!({"type": "string", "pattern": pattern, "minLength": 3, "maxLength": 900});
         if let Err(e) = compile(&with_length, &Options::default()) {
-            assert!(matches!(e, SchemaError::TooComplex { .. } | SchemaError::Grammar(_) | SchemaError::Unsupported { .. }), "{pattern}: {e}");
+            assert!(
+                matches!(
+                    e,
+                    SchemaError::TooComplex { .. }
+                        | SchemaError::Grammar(_)
+                        | SchemaError::Unsupported { .. }
+                ),
+                "{pattern}: {e}"
+            );
         }
     }
 }
@@ -103,7 +151,10 @@ fn dangling_references_are_errors() {
         json!({"properties": {"a": {"$ref": "#/properties/b"}}}),
     ] {
         let err = compile(&schema, &Options::default()).expect_err("dangling");
-        assert!(matches!(err, SchemaError::UnresolvedRef { .. }), "{schema}: {err}");
+        assert!(
+            matches!(err, SchemaError::UnresolvedRef { .. }),
+            "{schema}: {err}"
+        );
         assert!(err.pointer().is_some());
     }
 }
@@ -121,9 +172,21 @@ fn references_without_progress_are_errors_or_empty() {
             Ok(c) => {
                 // Only acceptable if the language is empty: the engine then refuses it.
                 let index = byte_index();
-                assert!(constrain_engine::CompiledGrammar::new(&c.grammar, index, Default::default()).is_err(), "{schema}");
+                assert!(
+                    constrain_engine::CompiledGrammar::new(&c.grammar, index, Default::default())
+                        .is_err(),
+                    "{schema}"
+                );
             }
-            Err(e) => assert!(matches!(e, SchemaError::Invalid { .. } | SchemaError::Unsatisfiable { .. } | SchemaError::TooComplex { .. }), "{schema}: {e}"),
+            Err(e) => assert!(
+                matches!(
+                    e,
+                    SchemaError::Invalid { .. }
+                        | SchemaError::Unsatisfiable { .. }
+                        | SchemaError::TooComplex { .. }
+                ),
+                "{schema}: {e}"
+            ),
         }
     }
 }
@@ -133,7 +196,12 @@ fn recursion_through_the_root_is_fine() {
     let index = byte_index();
     // `{"$ref": "#"}` as a subschema recurses with progress; as the whole document it is a
     // reference to itself that never reaches a constraint.
-    let c = Checked::new(&index, &json!({"type": ["integer", "array"], "items": {"$ref": "#"}}), &Options::default()).expect("compiles");
+    let c = Checked::new(
+        &index,
+        &json!({"type": ["integer", "array"], "items": {"$ref": "#"}}),
+        &Options::default(),
+    )
+    .expect("compiles");
     assert_eq!(c.accepts(&json!([1, [2, [3]], []])), (true, true));
     assert_eq!(c.accepts(&json!([1, ["x"]])), (false, false));
     assert!(compile(&json!({"$ref": "#"}), &Options::default()).is_err());
@@ -144,6 +212,12 @@ fn recursion_through_the_root_is_fine() {
         "additionalProperties": false
     });
     let c = Checked::new(&index, &tree, &Options::default()).expect("compiles");
-    assert_eq!(c.accepts(&json!({"value": 1, "children": [{"value": 2}, {"value": 3, "children": []}]})), (true, true));
-    assert_eq!(c.accepts(&json!({"value": 1, "children": [{"children": []}]})), (false, false));
+    assert_eq!(
+        c.accepts(&json!({"value": 1, "children": [{"value": 2}, {"value": 3, "children": []}]})),
+        (true, true)
+    );
+    assert_eq!(
+        c.accepts(&json!({"value": 1, "children": [{"children": []}]})),
+        (false, false)
+    );
 }

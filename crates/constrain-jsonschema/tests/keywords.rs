@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 
 fn check_with(options: &Options, schema: Value, valid: &[Value], invalid: &[Value]) {
     let index = byte_index();
-    let c = Checked::new(&index, &schema, options).unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+    let c = Checked::new(&index, &schema, options)
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
     for v in valid {
         assert_eq!(c.accepts(v), (true, true), "{schema}: should accept {v}");
     }
@@ -24,7 +25,10 @@ fn check(schema: Value, valid: &[Value], invalid: &[Value]) {
 }
 
 fn any_order() -> Options {
-    Options { property_order: PropertyOrder::Any, ..Options::default() }
+    Options {
+        property_order: PropertyOrder::Any,
+        ..Options::default()
+    }
 }
 
 #[test]
@@ -39,8 +43,16 @@ fn one_of_with_overlapping_object_branches_is_exact() {
     check_with(
         &any_order(),
         schema,
-        &[json!({"radius": 5.0}), json!({"length": 1, "width": 2}), json!({"radius": 1, "length": 2})],
-        &[json!({"radius": 1, "length": 2, "width": 3}), json!({}), json!({"radius": "x"})],
+        &[
+            json!({"radius": 5.0}),
+            json!({"length": 1, "width": 2}),
+            json!({"radius": 1, "length": 2}),
+        ],
+        &[
+            json!({"radius": 1, "length": 2, "width": 3}),
+            json!({}),
+            json!({"radius": "x"}),
+        ],
     );
 }
 
@@ -48,4 +60,574 @@ fn one_of_with_overlapping_object_branches_is_exact() {
 fn one_of_in_schema_order() {
     let schema = json!({"properties": {"dimensions": {"oneOf": [{"properties": {"radius": {"type": "number"}}, "required": ["radius"]}, {"properties": {"length": {"type": "number"}, "width": {"type": "number"}}, "required": ["length", "width"]}], "type": "object"}}});
     check(schema, &[json!({"dimensions": {"radius": 5.0}})], &[]);
+}
+
+#[test]
+fn types() {
+    check(
+        json!({"type": "null"}),
+        &[json!(null)],
+        &[json!(0), json!("null"), json!(false)],
+    );
+    check(
+        json!({"type": "boolean"}),
+        &[json!(true), json!(false)],
+        &[json!(0), json!(null)],
+    );
+    check(
+        json!({"type": "integer"}),
+        &[
+            json!(0),
+            json!(-12),
+            json!(1.0),
+            json!(12345678901234567890u64),
+        ],
+        &[json!(1.5), json!("1"), json!(null)],
+    );
+    check(
+        json!({"type": "number"}),
+        &[json!(0), json!(-1.5), json!(1e-7), json!(2.5e20)],
+        &[json!("1"), json!([])],
+    );
+    check(
+        json!({"type": "string"}),
+        &[json!(""), json!("héllo \"q\" \\ \n\t😀\u{1}")],
+        &[json!(1), json!(null)],
+    );
+    check(
+        json!({"type": ["string", "null"]}),
+        &[json!("a"), json!(null)],
+        &[json!(1), json!({})],
+    );
+    check(
+        json!({"type": "array"}),
+        &[json!([]), json!([1, "a", [null]])],
+        &[json!({})],
+    );
+    check(
+        json!({"type": "object"}),
+        &[json!({}), json!({"a": {"b": [1]}})],
+        &[json!([])],
+    );
+}
+
+#[test]
+fn json_spellings() {
+    let index = byte_index();
+    let c = Checked::new(
+        &index,
+        &json!({"type": "string", "enum": ["é/\"x"]}),
+        &Options::default(),
+    )
+    .expect("compiles");
+    for text in [r#""é/\"x""#, r#""\u00e9\/\u0022x""#, r#""\u00E9/\"\u0078""#] {
+        assert!(c.accepts_text(text), "{text}");
+    }
+    assert!(!c.accepts_text(r#""e/\"x""#));
+    let c =
+        Checked::new(&index, &json!({"type": "integer"}), &Options::default()).expect("compiles");
+    for text in ["0", "-0", "10", "10.0", "10.000", " 7 "] {
+        assert!(c.accepts_text(text), "{text}");
+    }
+    for text in ["01", "1.", ".5", "+1", "1e2", "- 1"] {
+        assert!(!c.accepts_text(text), "{text}");
+    }
+    let c =
+        Checked::new(&index, &json!({"type": "number"}), &Options::default()).expect("compiles");
+    for text in ["1e2", "-1.5E-3", "0.0", "1E+9"] {
+        assert!(c.accepts_text(text), "{text}");
+    }
+    let c = Checked::new(
+        &index,
+        &json!({"type": "string", "minLength": 2, "maxLength": 2}),
+        &Options::default(),
+    )
+    .expect("compiles");
+    assert!(
+        c.accepts_text(r#""\ud83d\ude00x""#),
+        "a surrogate pair is one character"
+    );
+    assert!(
+        !c.accepts_text(r#""\ud83dx""#),
+        "lone surrogates are not text"
+    );
+}
+
+#[test]
+fn enum_and_const() {
+    check(
+        json!({"enum": [1, "a", null, [1, 2], {"k": true}]}),
+        &[
+            json!(1),
+            json!(1.0),
+            json!("a"),
+            json!(null),
+            json!([1, 2]),
+            json!({"k": true}),
+        ],
+        &[
+            json!(2),
+            json!("b"),
+            json!([2, 1]),
+            json!({"k": false}),
+            json!({}),
+        ],
+    );
+    check(
+        json!({"const": 0}),
+        &[json!(0), json!(-0.0), json!(0.0)],
+        &[json!(1), json!(false)],
+    );
+    check(
+        json!({"const": 2.5}),
+        &[json!(2.5)],
+        &[json!(2.4), json!(25)],
+    );
+    check(
+        json!({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}),
+        &[json!("a")],
+        &[json!(1), json!("bb")],
+    );
+    check_with(
+        &any_order(),
+        json!({"const": {"a": 1, "b": 2}}),
+        &[json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1})],
+        &[json!({"a": 1}), json!({"a": 1, "b": 2, "c": 3})],
+    );
+}
+
+#[test]
+fn numeric_bounds() {
+    check(
+        json!({"type": "integer", "minimum": -5, "maximum": 120}),
+        &[json!(-5), json!(0), json!(99), json!(120)],
+        &[json!(-6), json!(121), json!(1000)],
+    );
+    check(
+        json!({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10}),
+        &[json!(1), json!(9)],
+        &[json!(0), json!(10)],
+    );
+    check(
+        json!({"type": "number", "minimum": 0.5, "exclusiveMaximum": 99.9}),
+        &[json!(0.5), json!(1), json!(99.89), json!(99.8999)],
+        &[json!(0.49), json!(99.9), json!(100), json!(-1)],
+    );
+    check(
+        json!({"type": "integer", "minimum": 1.5}),
+        &[json!(2)],
+        &[json!(1)],
+    );
+    check(
+        json!({"type": "integer", "minimum": 18446744073709551615u64}),
+        &[json!(18446744073709551615u64)],
+        &[json!(18446744073709551614u64)],
+    );
+    check(
+        json!({"minimum": 10, "$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMinimum": true}),
+        &[json!(11), json!("x")],
+        &[json!(10)],
+    );
+    check(
+        json!({"type": "number", "minimum": 0}),
+        &[json!(0), json!(3.5)],
+        &[json!(-0.5)],
+    );
+}
+
+#[test]
+fn multiple_of() {
+    check(
+        json!({"type": "integer", "multipleOf": 7}),
+        &[json!(0), json!(14), json!(-21), json!(700007)],
+        &[json!(15), json!(-1)],
+    );
+    check(
+        json!({"type": "number", "multipleOf": 0.25, "minimum": 0, "maximum": 2}),
+        &[json!(0.25), json!(1.5), json!(2)],
+        &[json!(0.3), json!(2.25), json!(-0.25)],
+    );
+    check(
+        json!({"type": "integer", "multipleOf": 10, "minimum": 5, "maximum": 55}),
+        &[json!(10), json!(50)],
+        &[json!(5), json!(55), json!(60)],
+    );
+}
+
+#[test]
+fn strings() {
+    check(
+        json!({"type": "string", "minLength": 2, "maxLength": 3}),
+        &[json!("ab"), json!("abc"), json!("é😀")],
+        &[json!("a"), json!("abcd")],
+    );
+    check(
+        json!({"type": "string", "pattern": "a"}),
+        &[json!("a"), json!("xxaxx")],
+        &[json!("xyz"), json!("")],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[A-Z]{2}-\\d+$"}),
+        &[json!("AB-1"), json!("XY-0042")],
+        &[json!("AB-"), json!("ab-1"), json!("AB-1 ")],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 4}),
+        &[json!("abcd")],
+        &[json!("abcde"), json!("")],
+    );
+    // Exact intersection is too large here: each side of the '@' gets a share of the length.
+    check(
+        json!({"type": "string", "pattern": "^\\S+@\\S+$", "minLength": 5, "maxLength": 40}),
+        &[json!("ab@cd"), json!("first.last@example.com")],
+        &[json!("a@b"), json!("no at sign")],
+    );
+    check(
+        json!({"allOf": [{"pattern": "^a"}, {"pattern": "b$"}]}),
+        &[json!("ab"), json!("axxb"), json!(3)],
+        &[json!("ba"), json!("a")],
+    );
+}
+
+#[test]
+fn formats() {
+    check(
+        json!({"type": "string", "format": "date-time"}),
+        &[json!("2024-02-29T23:59:59.5+01:00")],
+        &[json!("2023-02-29T00:00:00Z"), json!("2024-01-01 00:00:00Z")],
+    );
+    check(
+        json!({"type": "string", "format": "email"}),
+        &[json!("a.b@example.org")],
+        &[json!("a@@b"), json!("nope")],
+    );
+    check(
+        json!({"type": "string", "format": "uuid"}),
+        &[json!("123e4567-e89b-12d3-a456-426614174000")],
+        &[json!("123e4567e89b12d3a456426614174000")],
+    );
+    check(
+        json!({"type": "string", "format": "ipv4"}),
+        &[json!("10.0.0.1")],
+        &[json!("10.0.0.256")],
+    );
+    let annotations = Options {
+        assert_formats: false,
+        ..Options::default()
+    };
+    check_with(
+        &annotations,
+        json!({"type": "string", "format": "email"}),
+        &[json!("nope")],
+        &[],
+    );
+    let unknown = constrain_jsonschema::compile(
+        &json!({"type": "string", "format": "x-custom"}),
+        &Options::default(),
+    )
+    .expect("compiles");
+    assert!(unknown
+        .warnings
+        .iter()
+        .any(|w| w.kind == constrain_jsonschema::WarningKind::UnknownFormat));
+    let err = constrain_jsonschema::compile(
+        &json!({"properties": {"r": {"format": "regex"}}}),
+        &Options::default(),
+    )
+    .expect_err("regex");
+    assert_eq!(err.pointer(), Some("/properties/r/format"));
+}
+
+#[test]
+fn arrays() {
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}),
+        &[json!([1]), json!([1, 2, 3])],
+        &[json!([]), json!([1, 2, 3, 4]), json!(["a"])],
+    );
+    check(
+        json!({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}),
+        &[json!([]), json!(["a"]), json!(["a", 1])],
+        &[json!([1]), json!(["a", 1, 2])],
+    );
+    check(
+        json!({"items": [{"type": "string"}], "additionalItems": {"type": "boolean"}}),
+        &[json!(["a", true, false])],
+        &[json!(["a", 1])],
+    );
+    check(
+        json!({"prefixItems": [{"const": 1}, {"const": 2}], "minItems": 2, "items": {"type": "string"}}),
+        &[json!([1, 2]), json!([1, 2, "x"])],
+        &[json!([1]), json!([1, 2, 3])],
+    );
+    check(
+        json!({"type": "array", "contains": {"type": "integer"}}),
+        &[json!([1]), json!(["a", 2, "b"])],
+        &[json!([]), json!(["a"])],
+    );
+    check(
+        json!({"type": "array", "contains": {"const": 1}, "minContains": 2, "maxContains": 3}),
+        &[json!([1, 1]), json!([1, 2, 1, 1])],
+        &[json!([1]), json!([1, 1, 1, 1])],
+    );
+    check(
+        json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
+        &[json!([]), json!(["c", "a"]), json!(["a", "b", "c"])],
+        &[json!(["a", "a"]), json!(["d"])],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true}),
+        &[json!([true, false])],
+        &[json!([true, true])],
+    );
+    let err = constrain_jsonschema::compile(
+        &json!({"properties": {"tags": {"type": "array", "uniqueItems": true}}}),
+        &Options::default(),
+    )
+    .expect_err("unique strings");
+    assert!(
+        err.to_string().contains("uniqueItems") && err.to_string().contains("/properties/tags"),
+        "{err}"
+    );
+}
+
+#[test]
+fn objects_in_schema_order() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+        "required": ["b"]
+    });
+    check(
+        schema.clone(),
+        &[
+            json!({"b": "x"}),
+            json!({"a": 1, "b": "x"}),
+            json!({"a": 1, "b": "x", "c": true, "extra": [1]}),
+        ],
+        &[
+            json!({}),
+            json!({"a": 1}),
+            json!({"a": "1", "b": "x"}),
+            json!({"b": "x", "a": 1}),
+        ],
+    );
+    check(
+        json!({"properties": {"a": {}}, "additionalProperties": false}),
+        &[json!({}), json!({"a": 1})],
+        &[json!({"b": 1})],
+    );
+    check(
+        json!({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}),
+        &[json!({"a": "x", "b": 1})],
+        &[json!({"b": "x"})],
+    );
+    check(
+        json!({"patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": false}),
+        &[json!({"x-a": 1})],
+        &[json!({"x-a": "1"}), json!({"y": 1})],
+    );
+    check(
+        json!({"patternProperties": {"^x-": {"type": "integer"}, "-y$": {"minimum": 5}}}),
+        &[json!({"x-y": 5, "z": "any"})],
+        &[json!({"x-y": 4})],
+    );
+    check(
+        json!({"type": "object", "minProperties": 2, "maxProperties": 3}),
+        &[json!({"a": 1, "b": 2}), json!({"a": 1, "b": 2, "c": 3})],
+        &[json!({"a": 1}), json!({"a": 1, "b": 2, "c": 3, "d": 4})],
+    );
+    check(
+        json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}}),
+        &[json!({"abc": 1})],
+        &[json!({"abcd": 1}), json!({"A": 1})],
+    );
+    check(
+        json!({"properties": {"foo\"bar": {"type": "integer"}, "a/b~c": {"const": 1}}}),
+        &[json!({"foo\"bar": 1, "a/b~c": 1})],
+        &[json!({"foo\"bar": "x"})],
+    );
+}
+
+#[test]
+fn objects_in_any_order() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "required": ["a", "b"],
+        "additionalProperties": false
+    });
+    check_with(
+        &any_order(),
+        schema,
+        &[json!({"a": 1, "b": "x"}), json!({"b": "x", "a": 1})],
+        &[json!({"a": 1}), json!({"b": "x", "a": 1, "c": 2})],
+    );
+    let index = byte_index();
+    let c = Checked::new(
+        &index,
+        &json!({"properties": {"a": {"type": "integer"}}}),
+        &any_order(),
+    )
+    .expect("compiles");
+    assert!(
+        !c.accepts_text(r#"{"a": 1, "a": 2}"#),
+        "a declared property appears once"
+    );
+}
+
+#[test]
+fn dependencies() {
+    // Keys that only `required` names are not declared: in schema order they come after the
+    // declared ones, so these use any order.
+    let check = |schema: Value, valid: &[Value], invalid: &[Value]| {
+        check_with(&any_order(), schema, valid, invalid)
+    };
+    check(
+        json!({"dependentRequired": {"a": ["b"]}}),
+        &[
+            json!({}),
+            json!({"b": 1}),
+            json!({"a": 1, "b": 2}),
+            json!(3),
+        ],
+        &[json!({"a": 1})],
+    );
+    check(
+        json!({"dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}}),
+        &[json!({"a": 1, "b": "x"}), json!({"b": 2})],
+        &[json!({"a": 1, "b": 2})],
+    );
+    check(
+        json!({"dependencies": {"a": ["b"], "c": {"required": ["d"]}}}),
+        &[json!({"b": 0, "a": 1}), json!({"d": 0, "c": 0})],
+        &[json!({"a": 1}), json!({"c": 1})],
+    );
+}
+
+#[test]
+fn combinators() {
+    check(
+        json!({"anyOf": [{"type": "string"}, {"minimum": 3}]}),
+        &[json!("x"), json!(3), json!(null)],
+        &[json!(2)],
+    );
+    check(
+        json!({"allOf": [{"minimum": 3}, {"maximum": 5}, {"type": "integer"}]}),
+        &[json!(3), json!(5)],
+        &[json!(2), json!(6), json!(4.5)],
+    );
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}),
+        &[json!(1), json!(2.5)],
+        &[json!(3), json!(1.5)],
+    );
+    check(
+        json!({"oneOf": [{"const": "a"}, {"const": "b"}, {"type": "integer"}]}),
+        &[json!("a"), json!(7)],
+        &[json!("c")],
+    );
+    check(
+        json!({"not": {"type": "string"}}),
+        &[json!(1), json!(null), json!([])],
+        &[json!("x")],
+    );
+    check(
+        json!({"not": {"enum": [1, "a"]}}),
+        &[json!(2), json!("b"), json!(1.5)],
+        &[json!(1), json!("a")],
+    );
+    check(
+        json!({"type": "object", "not": {"required": ["secret"]}}),
+        &[json!({"a": 1})],
+        &[json!({"secret": 1})],
+    );
+    check(
+        json!({"type": "string", "not": {"pattern": "^admin"}}),
+        &[json!("user")],
+        &[json!("administrator")],
+    );
+    check(
+        json!({"if": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]}, "then": {"required": ["x"]}, "else": {"required": ["y"]}}),
+        &[
+            json!({"kind": "a", "x": 1}),
+            json!({"kind": "b", "y": 1}),
+            json!({"y": 1}),
+        ],
+        &[json!({"kind": "a", "y": 1}), json!({"kind": "b", "x": 1})],
+    );
+}
+
+#[test]
+fn references() {
+    let schema = json!({
+        "$defs": {
+            "positive": {"type": "integer", "minimum": 1},
+            "a/b~c": {"type": "string"},
+            "node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}, "v": {"$ref": "#/$defs/positive"}}, "additionalProperties": false},
+            "anchored": {"$anchor": "here", "type": "boolean"}
+        },
+        "type": "object",
+        "properties": {
+            "n": {"$ref": "#/$defs/node"},
+            "s": {"$ref": "#/$defs/a~1b~0c"},
+            "p": {"$ref": "#/%24defs/positive"},
+            "h": {"$ref": "#here"},
+            "m": {"$ref": "#/$defs/positive", "maximum": 9}
+        }
+    });
+    check(
+        schema,
+        &[json!({"n": {"next": {"next": {}}, "v": 1}, "s": "x", "p": 3, "h": true, "m": 9})],
+        &[
+            json!({"n": {"next": {"v": 0}}}),
+            json!({"s": 1}),
+            json!({"p": 0}),
+            json!({"h": 1}),
+            json!({"m": 10}),
+        ],
+    );
+    let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"i": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/i", "type": "string"}}});
+    check(draft7, &[json!({"a": 1})], &[json!({"a": "x"})]);
+    let with_ids = json!({
+        "$id": "https://example.com/root.json",
+        "$defs": {"b": {"$id": "other/b.json", "type": "integer"}},
+        "properties": {"x": {"$ref": "other/b.json"}}
+    });
+    check(with_ids, &[json!({"x": 1})], &[json!({"x": "1"})]);
+}
+
+#[test]
+fn annotations_and_unknown_keywords_are_ignored_with_warnings() {
+    let schema = json!({"type": "integer", "title": "t", "description": "d", "default": 1, "examples": [1], "deprecated": true, "x-vendor": {"k": 1}});
+    let c = constrain_jsonschema::compile(&schema, &Options::default()).expect("compiles");
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].keyword, "x-vendor");
+    assert_eq!(c.warnings[0].pointer, "/x-vendor");
+}
+
+#[test]
+fn unsupported_keywords_are_errors_unless_lenient() {
+    let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true}}});
+    let err = constrain_jsonschema::compile(&schema, &Options::default()).expect_err("unsupported");
+    assert!(
+        matches!(err, constrain_jsonschema::SchemaError::Unsupported { ref keyword, ref pointer, .. } if keyword == "uniqueItems" && pointer == "/properties/a"),
+        "{err}"
+    );
+    let lenient = Options {
+        lenient: true,
+        ..Options::default()
+    };
+    let c = constrain_jsonschema::compile(&schema, &lenient).expect("lenient compiles");
+    assert!(c.warnings.iter().any(
+        |w| w.kind == constrain_jsonschema::WarningKind::Dropped && w.keyword == "uniqueItems"
+    ));
+    let overlapping = json!({"oneOf": [{"required": ["a"]}, {"additionalProperties": false}]});
+    let err = constrain_jsonschema::compile(&overlapping, &Options::default()).expect_err("oneOf");
+    assert!(err.to_string().contains("oneOf"), "{err}");
+    let c = constrain_jsonschema::compile(&overlapping, &lenient).expect("lenient compiles");
+    assert!(c
+        .warnings
+        .iter()
+        .any(|w| w.kind == constrain_jsonschema::WarningKind::OneOfAsAnyOf));
 }

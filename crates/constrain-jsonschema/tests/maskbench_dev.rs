@@ -13,19 +13,32 @@ use serde_json::Value;
 
 #[test]
 fn maskbench_dev_schemas() {
-    let Some(shared) = constrain_testdata::require_shared_or_skip("maskbench_dev_schemas") else { return };
+    let Some(shared) = constrain_testdata::require_shared_or_skip("maskbench_dev_schemas") else {
+        return;
+    };
     let dir = shared.join("data/maskbench-dev");
     let full = std::env::var("MASKBENCH_FULL").is_ok_and(|v| v == "1");
     let verbose = std::env::var("MASKBENCH_VERBOSE").is_ok();
     let filter = std::env::var("MASKBENCH_FILTER").ok();
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("data directory").filter_map(Result::ok).map(|e| e.path()).collect();
+    // Skips schema files above this many bytes (`MASKBENCH_MAX_BYTES`).
+    let max_bytes: Option<usize> = std::env::var("MASKBENCH_MAX_BYTES").ok().and_then(|v| v.parse().ok());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("data directory")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
     files.sort();
     let index = byte_index();
     let options = Options::default();
-    let (mut schemas, mut passing, mut compile_errors, mut valid_rejected, mut invalid_accepted) = (0, 0, 0, 0, 0);
+    let (mut schemas, mut passing, mut compile_errors, mut valid_rejected, mut invalid_accepted) =
+        (0, 0, 0, 0, 0);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     for (i, path) in files.iter().enumerate() {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         if let Some(f) = &filter {
             if !name.contains(f.as_str()) {
                 continue;
@@ -33,13 +46,20 @@ fn maskbench_dev_schemas() {
         } else if !full && i % 7 != 0 {
             continue;
         }
-        let data: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("readable")).expect("JSON");
+        let data: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("readable")).expect("JSON");
         schemas += 1;
         let checked = match Checked::new(&index, &data["schema"], &options) {
             Ok(c) => c,
             Err(e) => {
                 compile_errors += 1;
-                let key: String = e.split(':').next().unwrap_or_default().chars().take(60).collect();
+                let key: String = e
+                    .split(':')
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(60)
+                    .collect();
                 *reasons.entry(key).or_default() += 1;
                 if verbose {
                     println!("{name}: compile error: {e}");
@@ -56,12 +76,18 @@ fn maskbench_dev_schemas() {
                 valid_rejected += 1;
                 ok = false;
                 if verbose {
-                    println!("{name}: valid rejected: {}", text.chars().take(300).collect::<String>());
+                    println!(
+                        "{name}: valid rejected: {}",
+                        text.chars().take(300).collect::<String>()
+                    );
                 }
             } else if !valid && accepted {
                 invalid_accepted += 1;
                 ok = false;
-                println!("{name}: INVALID ACCEPTED: {}", text.chars().take(300).collect::<String>());
+                println!(
+                    "{name}: INVALID ACCEPTED: {}",
+                    text.chars().take(300).collect::<String>()
+                );
             }
         }
         if ok {

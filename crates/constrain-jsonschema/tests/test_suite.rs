@@ -18,7 +18,12 @@ struct Tally {
     compile_errors: usize,
 }
 
-fn run_file(path: &Path, options: &Options, index: &std::sync::Arc<constrain_engine::TokenIndex>, verbose: bool) -> Tally {
+fn run_file(
+    path: &Path,
+    options: &Options,
+    index: &std::sync::Arc<constrain_engine::TokenIndex>,
+    verbose: bool,
+) -> Tally {
     let text = std::fs::read_to_string(path).expect("readable test file");
     let groups: Vec<Value> = serde_json::from_str(&text).expect("test file is JSON");
     let mut tally = Tally::default();
@@ -41,11 +46,17 @@ fn run_file(path: &Path, options: &Options, index: &std::sync::Arc<constrain_eng
                 if compact && python {
                     tally.passed += 1;
                 } else if verbose {
-                    println!("  rejected valid {:?} / {:?}: {}", group["description"], t["description"], t["data"]);
+                    println!(
+                        "  rejected valid {:?} / {:?}: {}",
+                        group["description"], t["description"], t["data"]
+                    );
                 }
             } else if compact || python {
                 tally.invalid_accepted += 1;
-                println!("  INVALID ACCEPTED {:?} / {:?}: {}", group["description"], t["description"], t["data"]);
+                println!(
+                    "  INVALID ACCEPTED {:?} / {:?}: {}",
+                    group["description"], t["description"], t["data"]
+                );
             } else {
                 tally.passed += 1;
             }
@@ -60,12 +71,21 @@ fn run_suite(options: &Options, label: &str) -> Option<Tally> {
     let verbose = std::env::var("SUITE_VERBOSE").is_ok();
     let only = std::env::var("SUITE_FILE").ok();
     let index = byte_index();
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("suite directory").filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("suite directory")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
     files.sort();
     let mut per_file = BTreeMap::new();
     let mut total = Tally::default();
     for f in files {
-        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let name = f
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
         if only.as_ref().is_some_and(|o| *o != name) {
             continue;
         }
@@ -104,17 +124,33 @@ fn run_suite(options: &Options, label: &str) -> Option<Tally> {
 
 #[test]
 fn suite_with_properties_in_any_order() {
-    let options = Options { property_order: PropertyOrder::Any, assert_formats: false, ..Options::default() };
-    let Some(total) = run_suite(&options, "property order: any") else { return };
+    let options = Options {
+        property_order: PropertyOrder::Any,
+        assert_formats: false,
+        ..Options::default()
+    };
+    let Some(total) = run_suite(&options, "property order: any") else {
+        return;
+    };
     assert_eq!(total.invalid_accepted, 0, "invalid instances were accepted");
     if std::env::var("SUITE_FILE").is_err() {
-        assert!(total.passed * 100 >= total.instances * 75, "pass rate below 75%: {}/{}", total.passed, total.instances);
+        assert!(
+            total.passed * 100 >= total.instances * 75,
+            "pass rate below 75%: {}/{}",
+            total.passed,
+            total.instances
+        );
     }
 }
 
 #[test]
 fn suite_with_default_options() {
-    let options = Options { assert_formats: false, ..Options::default() };
-    let Some(total) = run_suite(&options, "default options") else { return };
+    let options = Options {
+        assert_formats: false,
+        ..Options::default()
+    };
+    let Some(total) = run_suite(&options, "default options") else {
+        return;
+    };
     assert_eq!(total.invalid_accepted, 0, "invalid instances were accepted");
 }

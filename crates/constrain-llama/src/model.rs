@@ -8,7 +8,7 @@ use constrain_vocab::Vocabulary;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
-use llama_cpp_2::{send_logs_to_tracing, LogOptions};
+use llama_cpp_2::{send_logs_to_tracing, ChatTemplateError, LogOptions};
 
 use crate::vocabulary::vocabulary_from_model;
 use crate::LlamaError;
@@ -125,7 +125,12 @@ impl Model {
 
     fn apply_chat_template(&self, prompt: &str) -> Result<String, LlamaError> {
         let err = |e: &dyn std::fmt::Display| LlamaError::ChatTemplate(e.to_string());
-        let template = self.model.chat_template(None).map_err(|e| err(&e))?;
+        let template = self.model.chat_template(None).map_err(|e| match e {
+            ChatTemplateError::MissingTemplate => {
+                LlamaError::ChatTemplate(format!("the model {} has none", self.path.display()))
+            }
+            other => err(&other),
+        })?;
         let message = LlamaChatMessage::new("user".into(), prompt.into()).map_err(|e| err(&e))?;
         self.model
             .apply_chat_template(&template, &[message], true)

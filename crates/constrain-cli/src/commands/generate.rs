@@ -31,13 +31,28 @@ pub struct Args {
     pub prompt: Option<String>,
 
     /// Constrain the output to JSON that validates against this JSON Schema file.
-    #[arg(long, value_name = "FILE", group = "constraint", help_heading = "Constraint")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "constraint",
+        help_heading = "Constraint"
+    )]
     pub schema: Option<PathBuf>,
     /// Constrain the output to a full match of this regular expression (Rust regex syntax).
-    #[arg(long, value_name = "RE", group = "constraint", help_heading = "Constraint")]
+    #[arg(
+        long,
+        value_name = "RE",
+        group = "constraint",
+        help_heading = "Constraint"
+    )]
     pub regex: Option<String>,
     /// Constrain the output to this GBNF grammar (llama.cpp's grammar format; start rule `root`).
-    #[arg(long, value_name = "FILE", group = "constraint", help_heading = "Constraint")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "constraint",
+        help_heading = "Constraint"
+    )]
     pub grammar: Option<PathBuf>,
     /// Constrain the output to any JSON value.
     #[arg(long, group = "constraint", help_heading = "Constraint")]
@@ -60,28 +75,68 @@ pub struct Args {
     pub ctx_size: u32,
 
     /// Softmax temperature; 0 always picks the most likely allowed token.
-    #[arg(long, value_name = "T", default_value_t = 0.8, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "T",
+        default_value_t = 0.8,
+        help_heading = "Sampling"
+    )]
     pub temperature: f32,
     /// Keep only the K most likely tokens (0 = off).
-    #[arg(long, value_name = "K", default_value_t = 40, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "K",
+        default_value_t = 40,
+        help_heading = "Sampling"
+    )]
     pub top_k: usize,
     /// Nucleus sampling: keep the most likely tokens up to this probability mass (1 = off).
-    #[arg(long, value_name = "P", default_value_t = 0.95, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "P",
+        default_value_t = 0.95,
+        help_heading = "Sampling"
+    )]
     pub top_p: f32,
     /// Drop tokens less likely than P times the most likely one (0 = off).
-    #[arg(long, value_name = "P", default_value_t = 0.05, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "P",
+        default_value_t = 0.05,
+        help_heading = "Sampling"
+    )]
     pub min_p: f32,
     /// Locally typical sampling mass (1 = off).
-    #[arg(long, value_name = "P", default_value_t = 1.0, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "P",
+        default_value_t = 1.0,
+        help_heading = "Sampling"
+    )]
     pub typical_p: f32,
     /// Penalize recently generated tokens by this factor (1 = off).
-    #[arg(long, value_name = "F", default_value_t = 1.0, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 1.0,
+        help_heading = "Sampling"
+    )]
     pub repeat_penalty: f32,
     /// Subtract F times a recent token's count from its logit (0 = off).
-    #[arg(long, value_name = "F", default_value_t = 0.0, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 0.0,
+        help_heading = "Sampling"
+    )]
     pub frequency_penalty: f32,
     /// Subtract F from the logit of every recently generated token (0 = off).
-    #[arg(long, value_name = "F", default_value_t = 0.0, help_heading = "Sampling")]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 0.0,
+        help_heading = "Sampling"
+    )]
     pub presence_penalty: f32,
     /// Seed of the random draw [default: random].
     #[arg(long, value_name = "N", help_heading = "Sampling")]

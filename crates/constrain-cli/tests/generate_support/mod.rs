@@ -38,7 +38,8 @@ impl Run {
 
     /// Stdout as text.
     pub fn text(&self) -> String {
-        String::from_utf8(self.stdout.clone()).unwrap_or_else(|e| panic!("stdout is not UTF-8: {e}"))
+        String::from_utf8(self.stdout.clone())
+            .unwrap_or_else(|e| panic!("stdout is not UTF-8: {e}"))
     }
 }
 
@@ -50,13 +51,19 @@ pub fn constrain(args: &[&str], stdin: Option<&str>) -> Run {
 /// [`constrain`] with extra environment variables.
 pub fn constrain_with_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
     // `CONSTRAIN_BIN` tests another build of the binary (an installed one, say).
-    let binary = std::env::var_os("CONSTRAIN_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_constrain")), PathBuf::from);
+    let binary = std::env::var_os("CONSTRAIN_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_constrain")),
+        PathBuf::from,
+    );
     let mut command = Command::new(binary);
     command
         .args(args)
         .current_dir(workspace())
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (key, value) in env {
@@ -64,7 +71,12 @@ pub fn constrain_with_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str
     }
     let mut child = command.spawn().expect("the constrain binary starts");
     if let Some(text) = stdin {
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
     }
     let output = child.wait_with_output().unwrap();
     Run {
@@ -83,7 +95,15 @@ pub fn generation_args<'a>(
     sampling: &[&'a str],
 ) -> Vec<&'a str> {
     let mut args = constraint.to_vec();
-    args.extend(["--threads", "1", "--ctx-size", "512", "--max-tokens", max_tokens, "--stats"]);
+    args.extend([
+        "--threads",
+        "1",
+        "--ctx-size",
+        "512",
+        "--max-tokens",
+        max_tokens,
+        "--stats",
+    ]);
     args.extend(sampling);
     args.push(prompt);
     args
@@ -91,11 +111,19 @@ pub fn generation_args<'a>(
 
 /// The sampling flags of every case: greedy, then each seed at temperature 1.0.
 pub fn sampling_cases() -> Vec<(String, Vec<String>)> {
-    let mut cases = vec![("temperature 0".to_string(), vec!["--temperature".into(), "0".into()])];
+    let mut cases = vec![(
+        "temperature 0".to_string(),
+        vec!["--temperature".into(), "0".into()],
+    )];
     for seed in SEEDS {
         cases.push((
             format!("temperature 1, seed {seed}"),
-            vec!["--temperature".into(), "1.0".into(), "--seed".into(), seed.to_string()],
+            vec![
+                "--temperature".into(),
+                "1.0".into(),
+                "--seed".into(),
+                seed.to_string(),
+            ],
         ));
     }
     cases
@@ -104,13 +132,18 @@ pub fn sampling_cases() -> Vec<(String, Vec<String>)> {
 /// Whether the default model is in the cache. When it is not, the test fails with
 /// instructions, unless `CONSTRAIN_SKIP_MODEL_TESTS=1` (then it is skipped with a note).
 pub fn model_available(test: &str) -> bool {
-    let path = constrain_llama::model_store::cached_model_path(&constrain_llama::model_store::DEFAULT_MODEL)
-        .expect("a cache directory");
+    let path = constrain_llama::model_store::cached_model_path(
+        &constrain_llama::model_store::DEFAULT_MODEL,
+    )
+    .expect("a cache directory");
     if path.is_file() {
         return true;
     }
     if std::env::var("CONSTRAIN_SKIP_MODEL_TESTS").is_ok_and(|v| v == "1") {
-        eprintln!("note: {test} skipped: no model at {} (CONSTRAIN_SKIP_MODEL_TESTS=1)", path.display());
+        eprintln!(
+            "note: {test} skipped: no model at {} (CONSTRAIN_SKIP_MODEL_TESTS=1)",
+            path.display()
+        );
         return false;
     }
     panic!(
@@ -123,14 +156,17 @@ pub fn model_available(test: &str) -> bool {
 /// Whether `output` is a complete sentence of `grammar`, checked by a fresh matcher over a
 /// byte-level vocabulary (independent of the model's tokens).
 pub fn grammar_accepts(grammar: &Grammar, output: &[u8]) -> Result<(), String> {
-    let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> =
-        (0..=255u8).map(|b| (u32::from(b), vec![b], TokenKind::Text)).collect();
+    let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> = (0..=255u8)
+        .map(|b| (u32::from(b), vec![b], TokenKind::Text))
+        .collect();
     tokens.push((256, b"<eos>".to_vec(), TokenKind::EndOfSequence));
     let vocabulary = Arc::new(Vocabulary::from_tokens(tokens).expect("byte vocabulary"));
     let compiled = CompiledGrammar::new(grammar, TokenIndex::new(vocabulary), Limits::default())
         .map_err(|e| format!("compiling: {e}"))?;
     let mut matcher = Matcher::new(compiled);
-    matcher.accept_bytes(output).map_err(|e| format!("rejected: {e}"))?;
+    matcher
+        .accept_bytes(output)
+        .map_err(|e| format!("rejected: {e}"))?;
     if matcher.is_accepting() {
         Ok(())
     } else {
@@ -170,7 +206,9 @@ pub fn read_schema(file: &str) -> serde_json::Value {
 /// asked for; the constraint then guarantees it.
 pub fn schema_prompt(schema: &serde_json::Value) -> String {
     let title = schema["title"].as_str().expect("every schema has a title");
-    let examples = schema["examples"].as_array().expect("every schema has examples");
+    let examples = schema["examples"]
+        .as_array()
+        .expect("every schema has examples");
     let mut prompt = String::new();
     for example in examples {
         prompt.push_str(&format!("{title}: {}\n", one_line_json(example)));
@@ -200,14 +238,20 @@ pub fn one_line_json(value: &serde_json::Value) -> String {
 
 /// A JSON Schema validator that checks formats too.
 pub fn validator(schema: &serde_json::Value) -> jsonschema::Validator {
-    jsonschema::options().should_validate_formats(true).build(schema).expect("the schema is valid")
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .expect("the schema is valid")
 }
 
 /// `Ok` when `output` is JSON and valid against `validator`; otherwise why not.
 pub fn json_validates(validator: &jsonschema::Validator, output: &[u8]) -> Result<(), String> {
     let value: serde_json::Value =
         serde_json::from_slice(output).map_err(|e| format!("not JSON: {e}"))?;
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| e.to_string())
+        .collect();
     if errors.is_empty() {
         Ok(())
     } else {

@@ -27,10 +27,20 @@ impl Emitter<'_, '_> {
 
     pub(crate) fn array(&mut self, a: &ArraySet, depth: u32) -> Result<Expr, SchemaError> {
         if self.layout.too_deep(depth + 1) {
-            return Ok(if a.min == 0 { self.layout.container(depth, '[', ']', Expr::nothing(), true) } else { Expr::nothing() });
+            return Ok(if a.min == 0 {
+                self.layout
+                    .container(depth, '[', ']', Expr::nothing(), true)
+            } else {
+                Expr::nothing()
+            });
         }
         if a.max == Some(0) {
-            return Ok(if a.min == 0 { self.layout.container(depth, '[', ']', Expr::nothing(), true) } else { Expr::nothing() });
+            return Ok(if a.min == 0 {
+                self.layout
+                    .container(depth, '[', ']', Expr::nothing(), true)
+            } else {
+                Expr::nothing()
+            });
         }
         if a.unique && a.max.is_none_or(|m| m > 1) {
             return self.unique_array(a, depth);
@@ -50,7 +60,14 @@ impl Emitter<'_, '_> {
 
     /// The non-empty element sequences: `prefix` at the leading positions, then `item`s,
     /// `min..=max` in all.
-    fn elements(&mut self, prefix: &[Expr], item: Expr, min: u64, max: Option<u64>, depth: u32) -> Result<Expr, SchemaError> {
+    fn elements(
+        &mut self,
+        prefix: &[Expr],
+        item: Expr,
+        min: u64,
+        max: Option<u64>,
+        depth: u32,
+    ) -> Result<Expr, SchemaError> {
         let sep = self.layout.item_sep(depth);
         let k = prefix.len() as u64;
         let lo = self.count(min.saturating_sub(k), "minItems")?;
@@ -61,7 +78,8 @@ impl Emitter<'_, '_> {
         // The elements after the prefix, given that `first` says whether none came before.
         let rest = |first: bool| -> Expr {
             if first {
-                let more = Expr::seq(vec![sep.clone(), item.clone()]).repeat(lo.saturating_sub(1), hi.map(|h| h.saturating_sub(1)));
+                let more = Expr::seq(vec![sep.clone(), item.clone()])
+                    .repeat(lo.saturating_sub(1), hi.map(|h| h.saturating_sub(1)));
                 if hi == Some(0) {
                     Expr::nothing()
                 } else {
@@ -77,9 +95,21 @@ impl Emitter<'_, '_> {
         for i in (0..prefix.len()).rev() {
             let allowed = max.is_none_or(|m| (i as u64) < m);
             let stop_ok = (i as u64) >= min;
-            let take_first = if allowed { Expr::seq(vec![prefix[i].clone(), tail_after.clone()]) } else { Expr::nothing() };
-            let take_rest = if allowed { Expr::seq(vec![sep.clone(), prefix[i].clone(), tail_after.clone()]) } else { Expr::nothing() };
-            let stop = if stop_ok { Expr::empty() } else { Expr::nothing() };
+            let take_first = if allowed {
+                Expr::seq(vec![prefix[i].clone(), tail_after.clone()])
+            } else {
+                Expr::nothing()
+            };
+            let take_rest = if allowed {
+                Expr::seq(vec![sep.clone(), prefix[i].clone(), tail_after.clone()])
+            } else {
+                Expr::nothing()
+            };
+            let stop = if stop_ok {
+                Expr::empty()
+            } else {
+                Expr::nothing()
+            };
             tail = take_first;
             tail_after = Expr::alt(vec![stop, take_rest]);
             if i > 0 {
@@ -94,8 +124,14 @@ impl Emitter<'_, '_> {
     /// matches.
     fn contains_array(&mut self, a: &ArraySet, depth: u32) -> Result<Expr, SchemaError> {
         if a.contains.len() > 1 || !a.prefix.is_empty() {
-            self.unsupported("contains", "several 'contains' or 'contains' with 'prefixItems'")?;
-            let plain = ArraySet { contains: Vec::new(), ..a.clone() };
+            self.unsupported(
+                "contains",
+                "several 'contains' or 'contains' with 'prefixItems'",
+            )?;
+            let plain = ArraySet {
+                contains: Vec::new(),
+                ..a.clone()
+            };
             return self.array(&plain, depth);
         }
         let c = &a.contains[0];
@@ -121,8 +157,14 @@ impl Emitter<'_, '_> {
         let t_cap = self.count(a.max.unwrap_or(lo.max(1)), "maxItems")? as usize;
         let m_cap = self.count(c.max.unwrap_or(c.min), "minContains")? as usize;
         if (t_cap + 1) * (m_cap + 1) > MAX_COUNTING_STATES {
-            self.unsupported("contains", format!("counting needs more than {MAX_COUNTING_STATES} states"))?;
-            let plain = ArraySet { contains: Vec::new(), ..a.clone() };
+            self.unsupported(
+                "contains",
+                format!("counting needs more than {MAX_COUNTING_STATES} states"),
+            )?;
+            let plain = ArraySet {
+                contains: Vec::new(),
+                ..a.clone()
+            };
             return self.array(&plain, depth);
         }
         // Rule (t, m): t elements so far (saturated at t_cap when unbounded), m matches.
@@ -134,8 +176,20 @@ impl Emitter<'_, '_> {
                 }
             }
         }
-        let next_t = |t: usize| if a.max.is_none() { (t + 1).min(t_cap) } else { t + 1 };
-        let next_m = |m: usize| if c.max.is_none() { (m + 1).min(m_cap) } else { m + 1 };
+        let next_t = |t: usize| {
+            if a.max.is_none() {
+                (t + 1).min(t_cap)
+            } else {
+                t + 1
+            }
+        };
+        let next_m = |m: usize| {
+            if c.max.is_none() {
+                (m + 1).min(m_cap)
+            } else {
+                m + 1
+            }
+        };
         let mut start = Expr::nothing();
         for t in 0..=t_cap {
             for m in 0..=m_cap {
@@ -155,7 +209,8 @@ impl Emitter<'_, '_> {
                     }
                     if c.max.is_none_or(|mx| (m as u64) < mx) {
                         let m2 = next_m(m);
-                        if let Some(r) = ids.get(t2).and_then(|row| row.get(m2)).copied().flatten() {
+                        if let Some(r) = ids.get(t2).and_then(|row| row.get(m2)).copied().flatten()
+                        {
                             alts.push(Expr::seq(vec![pre, m_expr.clone(), Expr::rule(r)]));
                         }
                     }
@@ -173,10 +228,17 @@ impl Emitter<'_, '_> {
 
     /// Arrays of distinct elements drawn from a small finite set of values.
     fn unique_array(&mut self, a: &ArraySet, depth: u32) -> Result<Expr, SchemaError> {
-        let values = if a.prefix.is_empty() && a.contains.is_empty() { self.finite_values(&a.items)? } else { None };
+        let values = if a.prefix.is_empty() && a.contains.is_empty() {
+            self.finite_values(&a.items)?
+        } else {
+            None
+        };
         let Some(values) = values.filter(|v| v.len() <= 12) else {
             self.unsupported("uniqueItems", "only arrays whose elements come from a small finite set (enum, boolean, null) can be kept unique")?;
-            let plain = ArraySet { unique: false, ..a.clone() };
+            let plain = ArraySet {
+                unique: false,
+                ..a.clone()
+            };
             return self.array(&plain, depth);
         };
         let n = values.len();
@@ -188,8 +250,14 @@ impl Emitter<'_, '_> {
         let sep = self.layout.item_sep(depth);
         let states = 1usize << n;
         if states > MAX_COUNTING_STATES {
-            self.unsupported("uniqueItems", format!("counting needs more than {MAX_COUNTING_STATES} states"))?;
-            let plain = ArraySet { unique: false, ..a.clone() };
+            self.unsupported(
+                "uniqueItems",
+                format!("counting needs more than {MAX_COUNTING_STATES} states"),
+            )?;
+            let plain = ArraySet {
+                unique: false,
+                ..a.clone()
+            };
             return self.array(&plain, depth);
         }
         let mut ids = vec![None; states];
@@ -208,7 +276,11 @@ impl Emitter<'_, '_> {
                     if mask & (1 << i) != 0 {
                         continue;
                     }
-                    let pre = if mask != 0 { sep.clone() } else { Expr::empty() };
+                    let pre = if mask != 0 {
+                        sep.clone()
+                    } else {
+                        Expr::empty()
+                    };
                     if let Some(r) = ids[mask | (1 << i)] {
                         alts.push(Expr::seq(vec![pre, e.clone(), Expr::rule(r)]));
                     }
@@ -229,7 +301,12 @@ impl Emitter<'_, '_> {
         Ok(match &node {
             Node::Nothing => Some(Vec::new()),
             Node::Const(values) => Some(values.to_vec()),
-            Node::Typed(t) if t.number.is_none() && t.string.is_none() && t.array.is_none() && t.object.is_none() => {
+            Node::Typed(t)
+                if t.number.is_none()
+                    && t.string.is_none()
+                    && t.array.is_none()
+                    && t.object.is_none() =>
+            {
                 let mut v = Vec::new();
                 if t.null {
                     v.push(Lit::new(Value::Null));

@@ -15,7 +15,10 @@ pub(crate) struct Layout {
 
 impl Layout {
     pub(crate) fn new(options: &Options) -> Layout {
-        Layout { whitespace: options.whitespace.clone(), separators: options.separators.clone() }
+        Layout {
+            whitespace: options.whitespace.clone(),
+            separators: options.separators.clone(),
+        }
     }
 
     fn indent(&self) -> Option<u32> {
@@ -72,8 +75,13 @@ impl Layout {
     /// Between two members or elements of a container at `depth`.
     pub(crate) fn item_sep(&self, depth: u32) -> Expr {
         match (&self.separators, &self.whitespace) {
-            (Some(s), Whitespace::Indented(_)) => Expr::seq(vec![Expr::literal(s.item.trim_end()), self.newline(depth + 1)]),
-            (None, Whitespace::Indented(_)) => Expr::seq(vec![Expr::literal(","), self.newline(depth + 1)]),
+            (Some(s), Whitespace::Indented(_)) => Expr::seq(vec![
+                Expr::literal(s.item.trim_end()),
+                self.newline(depth + 1),
+            ]),
+            (None, Whitespace::Indented(_)) => {
+                Expr::seq(vec![Expr::literal(","), self.newline(depth + 1)])
+            }
             (Some(s), _) => Expr::literal(&s.item),
             (None, _) => Expr::seq(vec![self.gap(), Expr::literal(","), self.gap()]),
         }
@@ -81,8 +89,18 @@ impl Layout {
 
     /// A container at `depth`: `open`, the (non-empty, already separated) `body`, `close`; or
     /// the empty container when `allow_empty`.
-    pub(crate) fn container(&self, depth: u32, open: char, close: char, body: Expr, allow_empty: bool) -> Expr {
-        let (o, c) = (Expr::literal(&open.to_string()), Expr::literal(&close.to_string()));
+    pub(crate) fn container(
+        &self,
+        depth: u32,
+        open: char,
+        close: char,
+        body: Expr,
+        allow_empty: bool,
+    ) -> Expr {
+        let (o, c) = (
+            Expr::literal(&open.to_string()),
+            Expr::literal(&close.to_string()),
+        );
         let (first, last) = match self.whitespace {
             Whitespace::Indented(_) => (self.newline(depth + 1), self.newline(depth)),
             _ => (self.gap(), self.gap()),
@@ -104,13 +122,19 @@ impl Layout {
         let (first, rest): (Vec<Expr>, Vec<Expr>) = members.into_iter().unzip();
         let first = Expr::alt(first);
         let rest = Expr::alt(rest);
-        let body = Expr::seq(vec![first, Expr::seq(vec![self.item_sep(depth), rest]).star()]);
+        let body = Expr::seq(vec![
+            first,
+            Expr::seq(vec![self.item_sep(depth), rest]).star(),
+        ]);
         self.container(depth, '{', '}', body, allow_empty)
     }
 
     /// An array of any number of elements.
     pub(crate) fn array(&self, depth: u32, first: Expr, element: Expr, allow_empty: bool) -> Expr {
-        let body = Expr::seq(vec![first, Expr::seq(vec![self.item_sep(depth), element]).star()]);
+        let body = Expr::seq(vec![
+            first,
+            Expr::seq(vec![self.item_sep(depth), element]).star(),
+        ]);
         self.container(depth, '[', ']', body, allow_empty)
     }
 }

@@ -60,7 +60,10 @@ impl Emitter<'_, '_> {
     fn literal_array(&mut self, items: &[Value], depth: u32) -> Result<Expr, SchemaError> {
         let n = items.len() as u64;
         let set = ArraySet {
-            prefix: items.iter().map(|v| Node::constant(vec![v.clone()])).collect(),
+            prefix: items
+                .iter()
+                .map(|v| Node::constant(vec![v.clone()]))
+                .collect(),
             items: Node::Nothing,
             min: n,
             max: Some(n),
@@ -69,11 +72,24 @@ impl Emitter<'_, '_> {
         self.array(&set, depth)
     }
 
-    fn literal_object(&mut self, map: &serde_json::Map<String, Value>, depth: u32) -> Result<Expr, SchemaError> {
+    fn literal_object(
+        &mut self,
+        map: &serde_json::Map<String, Value>,
+        depth: u32,
+    ) -> Result<Expr, SchemaError> {
         let names: Vec<String> = map.keys().cloned().collect();
         let set = ObjectSet {
-            props: map.iter().map(|(k, v)| (k.clone(), Node::constant(vec![v.clone()]))).collect(),
-            rules: vec![KeyRule { keys: KeySet::Other { names: names.clone().into(), langs: Vec::new().into() }, value: Node::Nothing }],
+            props: map
+                .iter()
+                .map(|(k, v)| (k.clone(), Node::constant(vec![v.clone()])))
+                .collect(),
+            rules: vec![KeyRule {
+                keys: KeySet::Other {
+                    names: names.clone().into(),
+                    langs: Vec::new().into(),
+                },
+                value: Node::Nothing,
+            }],
             required: names,
             ..ObjectSet::default()
         };
@@ -95,7 +111,11 @@ pub(crate) fn number_literal(d: &Decimal) -> Re {
     let tail = if frac.is_empty() {
         Re::concat(vec![Re::literal("."), Re::repeat(zero, 1, None)]).optional()
     } else {
-        Re::concat(vec![Re::literal("."), Re::literal(&frac), Re::repeat(zero, 0, None)])
+        Re::concat(vec![
+            Re::literal("."),
+            Re::literal(&frac),
+            Re::repeat(zero, 0, None),
+        ])
     };
     Re::concat(vec![sign, Re::literal(&int), tail])
 }

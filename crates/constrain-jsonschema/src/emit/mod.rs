@@ -61,15 +61,24 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// The grammar of a document whose value is in `root`.
-    pub(crate) fn finish(mut self, root: &Node) -> Result<(constrain_engine::Grammar, Vec<crate::Warning>), SchemaError> {
+    pub(crate) fn finish(
+        mut self,
+        root: &Node,
+    ) -> Result<(constrain_engine::Grammar, Vec<crate::Warning>), SchemaError> {
         let value = self.emit(root, 0)?;
         self.drain()?;
-        let doc = Expr::seq(vec![self.layout.outer_gap(), value, self.layout.outer_gap()]);
+        let doc = Expr::seq(vec![
+            self.layout.outer_gap(),
+            value,
+            self.layout.outer_gap(),
+        ]);
         let start = self.declare_rule("document")?;
         self.define(start, doc);
         let live = prune::productive_rules(&self.bodies);
         if !live.contains(&start) {
-            return Err(SchemaError::Unsatisfiable { pointer: "/".into() });
+            return Err(SchemaError::Unsatisfiable {
+                pointer: "/".into(),
+            });
         }
         for (rule, body) in std::mem::take(&mut self.bodies) {
             if live.contains(&rule) {
@@ -102,7 +111,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
             };
             if let Node::Ref(_) = body {
                 // A chain of references: make sure it reaches a schema.
-                self.ctx.expand(&body).map_err(|f| self.ctx.fail_to_error(f, &self.pointer.clone()))?;
+                self.ctx
+                    .expand(&body)
+                    .map_err(|f| self.ctx.fail_to_error(f, &self.pointer.clone()))?;
             }
             let expr = self.emit(&body, depth)?;
             self.pointer = saved;
@@ -133,13 +144,21 @@ impl<'c, 'a> Emitter<'c, 'a> {
     fn count_rule(&mut self) -> Result<(), SchemaError> {
         self.rules += 1;
         if self.rules > MAX_RULES {
-            return Err(SchemaError::TooComplex { pointer: pointer_or_root(&self.pointer), what: "grammar rules".into(), limit: MAX_RULES });
+            return Err(SchemaError::TooComplex {
+                pointer: pointer_or_root(&self.pointer),
+                what: "grammar rules".into(),
+                limit: MAX_RULES,
+            });
         }
         Ok(())
     }
 
     /// A keyword that cannot be enforced here (error, or warning under `lenient`).
-    pub(crate) fn unsupported(&mut self, keyword: &str, reason: impl Into<String>) -> Result<(), SchemaError> {
+    pub(crate) fn unsupported(
+        &mut self,
+        keyword: &str,
+        reason: impl Into<String>,
+    ) -> Result<(), SchemaError> {
         let pointer = self.pointer.clone();
         self.ctx.unsupported(&pointer, keyword, reason)
     }
@@ -186,7 +205,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
             return Ok(r);
         }
         let name = self.ctx.defs[def].name.clone();
-        let hint = if depth == 0 { name } else { format!("{name}@{depth}") };
+        let hint = if depth == 0 {
+            name
+        } else {
+            format!("{name}@{depth}")
+        };
         let rule = self.declare_rule(&hint)?;
         self.def_rules.insert((def, depth), rule);
         self.pending.push((def, depth));
@@ -222,15 +245,34 @@ impl<'c, 'a> Emitter<'c, 'a> {
         if let Some(&r) = self.any_rules.get(&key) {
             return Ok(Expr::rule(r));
         }
-        let rule = self.declare_rule(if budget == u32::MAX { "value" } else { "value-bounded" })?;
+        let rule = self.declare_rule(if budget == u32::MAX {
+            "value"
+        } else {
+            "value-bounded"
+        })?;
         self.any_rules.insert(key, rule);
-        let mut alts = vec![Expr::regex("null|true|false")?, scalar::any_number()?, scalar::any_string()];
+        let mut alts = vec![
+            Expr::regex("null|true|false")?,
+            scalar::any_number()?,
+            scalar::any_string(),
+        ];
         if budget > 0 {
-            let inner_budget = if budget == u32::MAX { u32::MAX } else { budget - 1 };
+            let inner_budget = if budget == u32::MAX {
+                u32::MAX
+            } else {
+                budget - 1
+            };
             let child_depth = self.layout.depth_key(depth + 1);
             let child = self.any_value(child_depth, inner_budget)?;
-            let member = Expr::seq(vec![scalar::any_string(), self.layout.key_sep(), child.clone()]);
-            alts.push(self.layout.object(depth, vec![(member.clone(), member)], true));
+            let member = Expr::seq(vec![
+                scalar::any_string(),
+                self.layout.key_sep(),
+                child.clone(),
+            ]);
+            alts.push(
+                self.layout
+                    .object(depth, vec![(member.clone(), member)], true),
+            );
             alts.push(self.layout.array(depth, child.clone(), child, true));
         }
         self.define(rule, Expr::alt(alts));
@@ -239,6 +281,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
 }
 
 /// Compiles the document `ctx` describes into a grammar.
-pub(crate) fn compile_root(ctx: &mut Ctx<'_>, root: Node) -> Result<(constrain_engine::Grammar, Vec<crate::Warning>), SchemaError> {
+pub(crate) fn compile_root(
+    ctx: &mut Ctx<'_>,
+    root: Node,
+) -> Result<(constrain_engine::Grammar, Vec<crate::Warning>), SchemaError> {
     Emitter::new(ctx).finish(&root)
 }

@@ -3,7 +3,7 @@
 
 use constrain_engine::{Expr, RuleId};
 
-use super::scalar::quoted;
+use super::scalar::{quoted, string_of};
 use super::Emitter;
 use crate::error::SchemaError;
 use crate::ir::{KeySet, Node, ObjectSet};
@@ -50,9 +50,16 @@ impl Emitter<'_, '_> {
             let value = self.emit(node, child)?;
             let expr = Expr::seq(vec![key, self.layout.key_sep(), value]);
             let rule = self.fresh_rule(&format!("member-{name}"), expr)?;
-            members.push(Member { required, expr: Expr::rule(rule) });
+            members.push(Member {
+                required,
+                expr: Expr::rule(rule),
+            });
         }
-        let extra = if deep { None } else { self.extra_member(o, child)? };
+        let extra = if deep {
+            None
+        } else {
+            self.extra_member(o, child)?
+        };
         let allow_empty = o.min == 0 && !members.iter().any(|m| m.required);
         let body = match self.ctx.options.property_order {
             PropertyOrder::Schema => self.ordered(&members, extra, o.min, o.max, depth)?,
@@ -69,7 +76,7 @@ impl Emitter<'_, '_> {
             if keys.is_nothing() || value == Node::Nothing {
                 continue;
             }
-            let key = quoted(json_text::encode(&keys));
+            let key = string_of(&keys);
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
         }
@@ -83,7 +90,12 @@ impl Emitter<'_, '_> {
     /// Undeclared keys, partitioned by the rules that apply to them: (keys, value schema).
     fn regions(&mut self, o: &ObjectSet) -> Result<Vec<(Re, Node)>, SchemaError> {
         let declared: Vec<String> = o.props.iter().map(|(k, _)| k.clone()).collect();
-        let rules: Vec<_> = o.rules.iter().filter(|r| r.value != Node::Any).cloned().collect();
+        let rules: Vec<_> = o
+            .rules
+            .iter()
+            .filter(|r| r.value != Node::Any)
+            .cloned()
+            .collect();
         let names: Vec<Re> = o.names.iter().map(|r| (**r).clone()).collect();
         let restrict = |this: &mut Self, re: Re| -> Result<Re, SchemaError> {
             if names.is_empty() {
@@ -104,7 +116,11 @@ impl Emitter<'_, '_> {
             return Ok(vec![(keys, Node::Any)]);
         }
         if let [rule] = &rules[..] {
-            if let KeySet::Other { names: other_names, langs } = &rule.keys {
+            if let KeySet::Other {
+                names: other_names,
+                langs,
+            } = &rule.keys
+            {
                 if langs.is_empty() {
                     let mut excluded = declared.clone();
                     let mut freed = Vec::new();
@@ -114,7 +130,8 @@ impl Emitter<'_, '_> {
                             freed.push(n.clone());
                         }
                     }
-                    let mut out = vec![(restrict(self, Re::not_in(&excluded))?, rule.value.clone())];
+                    let mut out =
+                        vec![(restrict(self, Re::not_in(&excluded))?, rule.value.clone())];
                     if !freed.is_empty() {
                         out.push((restrict(self, Re::one_of_strings(&freed))?, Node::Any));
                     }
@@ -138,7 +155,10 @@ impl Emitter<'_, '_> {
                 }
             })
             .collect();
-        let negated: Vec<bool> = rules.iter().map(|r| matches!(r.keys, KeySet::Other { .. })).collect();
+        let negated: Vec<bool> = rules
+            .iter()
+            .map(|r| matches!(r.keys, KeySet::Other { .. }))
+            .collect();
         let mut out = Vec::new();
         for mask in 0u32..(1 << rules.len()) {
             let pointer = self.pointer.clone();
@@ -165,29 +185,48 @@ impl Emitter<'_, '_> {
             let region = match dfa::difference(&positive, &negative) {
                 Ok(d) => d,
                 Err(e) => {
-                    self.unsupported("patternProperties", format!("keys of patternProperties/additionalProperties: {e}"))?;
+                    self.unsupported(
+                        "patternProperties",
+                        format!("keys of patternProperties/additionalProperties: {e}"),
+                    )?;
                     continue;
                 }
             };
             if region.is_empty() {
                 continue;
             }
-            let inside: Vec<String> = declared.iter().filter(|k| region.matches(k)).cloned().collect();
+            let inside: Vec<String> = declared
+                .iter()
+                .filter(|k| region.matches(k))
+                .cloned()
+                .collect();
             let re = if inside.is_empty() {
                 region.to_re()
             } else {
-                region.intersect(&dfa::Dfa::from_re(&Re::not_in(&inside)).map_err(|e| self.too_complex(&e))?).and_then(|d| d.to_re())
+                region
+                    .intersect(
+                        &dfa::Dfa::from_re(&Re::not_in(&inside))
+                            .map_err(|e| self.too_complex(&e))?,
+                    )
+                    .and_then(|d| d.to_re())
             };
             match re {
                 Ok(re) => out.push((re, value)),
-                Err(e) => self.unsupported("patternProperties", format!("keys of patternProperties/additionalProperties: {e}"))?,
+                Err(e) => self.unsupported(
+                    "patternProperties",
+                    format!("keys of patternProperties/additionalProperties: {e}"),
+                )?,
             }
         }
         Ok(out)
     }
 
     fn too_complex(&self, e: &dfa::TooLarge) -> SchemaError {
-        SchemaError::TooComplex { pointer: crate::ctx::pointer_or_root(&self.pointer), what: e.what.clone(), limit: e.limit }
+        SchemaError::TooComplex {
+            pointer: crate::ctx::pointer_or_root(&self.pointer),
+            what: e.what.clone(),
+            limit: e.limit,
+        }
     }
 
     /// Count states: members so far, saturated where the count no longer matters.
@@ -196,7 +235,14 @@ impl Emitter<'_, '_> {
     }
 
     /// Declared members in schema order, then undeclared ones; a non-empty sequence.
-    fn ordered(&mut self, members: &[Member], extra: Option<Expr>, min: u64, max: Option<u64>, depth: u32) -> Result<Expr, SchemaError> {
+    fn ordered(
+        &mut self,
+        members: &[Member],
+        extra: Option<Expr>,
+        min: u64,
+        max: Option<u64>,
+        depth: u32,
+    ) -> Result<Expr, SchemaError> {
         let p = members.len();
         let cap = Self::count_cap(min, max);
         let states = (p + 1).saturating_mul(cap as usize + 1);
@@ -208,7 +254,13 @@ impl Emitter<'_, '_> {
             });
         }
         let sep = self.layout.item_sep(depth);
-        let next = |k: u64| if max.is_some() { k + 1 } else { (k + 1).min(cap) };
+        let next = |k: u64| {
+            if max.is_some() {
+                k + 1
+            } else {
+                (k + 1).min(cap)
+            }
+        };
         // ids[i][k]: members from index i on, k emitted before.
         let mut ids: Vec<Vec<RuleId>> = Vec::with_capacity(p + 1);
         for i in 0..=p {
@@ -227,7 +279,11 @@ impl Emitter<'_, '_> {
                         alts.push(Expr::rule(ids[i + 1][k as usize]));
                     }
                     if max.is_none_or(|m| k < m) {
-                        alts.push(Expr::seq(vec![pre, members[i].expr.clone(), Expr::rule(ids[i + 1][next(k) as usize])]));
+                        alts.push(Expr::seq(vec![
+                            pre,
+                            members[i].expr.clone(),
+                            Expr::rule(ids[i + 1][next(k) as usize]),
+                        ]));
                     }
                     Expr::alt(alts)
                 } else {
@@ -244,7 +300,13 @@ impl Emitter<'_, '_> {
                             let lo32 = u32::try_from(lo).unwrap_or(u32::MAX);
                             let hi32 = hi.map(|h| u32::try_from(h).unwrap_or(u32::MAX));
                             if k == 0 {
-                                Expr::seq(vec![x.clone(), Expr::seq(vec![sep.clone(), x.clone()]).repeat(lo32.saturating_sub(1), hi32.map(|h| h.saturating_sub(1)))])
+                                Expr::seq(vec![
+                                    x.clone(),
+                                    Expr::seq(vec![sep.clone(), x.clone()]).repeat(
+                                        lo32.saturating_sub(1),
+                                        hi32.map(|h| h.saturating_sub(1)),
+                                    ),
+                                ])
                             } else {
                                 Expr::seq(vec![sep.clone(), x.clone()]).repeat(lo32, hi32)
                             }
@@ -260,11 +322,21 @@ impl Emitter<'_, '_> {
     }
 
     /// Declared members in any order (each at most once), mixed with undeclared ones.
-    fn any_order(&mut self, members: &[Member], extra: Option<Expr>, min: u64, max: Option<u64>, depth: u32) -> Result<Expr, SchemaError> {
+    fn any_order(
+        &mut self,
+        members: &[Member],
+        extra: Option<Expr>,
+        min: u64,
+        max: Option<u64>,
+        depth: u32,
+    ) -> Result<Expr, SchemaError> {
         let p = members.len();
         let limit = self.ctx.options.max_any_order_properties as usize;
         if p > limit || p > 20 {
-            self.unsupported("properties", format!("{p} declared properties in any order (the limit is {limit})"))?;
+            self.unsupported(
+                "properties",
+                format!("{p} declared properties in any order (the limit is {limit})"),
+            )?;
             return self.ordered(members, extra, min, max, depth);
         }
         let cap = Self::count_cap(min, max);
@@ -274,8 +346,19 @@ impl Emitter<'_, '_> {
             return self.ordered(members, extra, min, max, depth);
         }
         let sep = self.layout.item_sep(depth);
-        let required: usize = members.iter().enumerate().filter(|(_, m)| m.required).map(|(i, _)| 1 << i).sum();
-        let next = |k: u64| if max.is_some() { k + 1 } else { (k + 1).min(cap) };
+        let required: usize = members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.required)
+            .map(|(i, _)| 1 << i)
+            .sum();
+        let next = |k: u64| {
+            if max.is_some() {
+                k + 1
+            } else {
+                (k + 1).min(cap)
+            }
+        };
         let mut ids = vec![Vec::with_capacity(cap as usize + 1); 1 << p];
         for (mask, row) in ids.iter_mut().enumerate() {
             for k in 0..=cap {
@@ -292,11 +375,19 @@ impl Emitter<'_, '_> {
                     let pre = if k > 0 { sep.clone() } else { Expr::empty() };
                     for (j, m) in members.iter().enumerate() {
                         if mask & (1 << j) == 0 {
-                            alts.push(Expr::seq(vec![pre.clone(), m.expr.clone(), Expr::rule(ids[mask | (1 << j)][next(k) as usize])]));
+                            alts.push(Expr::seq(vec![
+                                pre.clone(),
+                                m.expr.clone(),
+                                Expr::rule(ids[mask | (1 << j)][next(k) as usize]),
+                            ]));
                         }
                     }
                     if let Some(x) = &extra {
-                        alts.push(Expr::seq(vec![pre, x.clone(), Expr::rule(ids[mask][next(k) as usize])]));
+                        alts.push(Expr::seq(vec![
+                            pre,
+                            x.clone(),
+                            Expr::rule(ids[mask][next(k) as usize]),
+                        ]));
                     }
                 }
                 self.define(ids[mask][k as usize], Expr::alt(alts));

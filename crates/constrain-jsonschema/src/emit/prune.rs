@@ -73,13 +73,21 @@ pub(crate) fn prune(e: Expr, live: &FxHashSet<RuleId>) -> Expr {
             Expr::seq(out)
         }
         Expr::Alt(parts) => {
-            let out: Vec<Expr> = parts.into_iter().map(|p| prune(p, live)).filter(|p| !is_nothing(p)).collect();
+            let out: Vec<Expr> = parts
+                .into_iter()
+                .map(|p| prune(p, live))
+                .filter(|p| !is_nothing(p))
+                .collect();
             Expr::alt(out)
         }
         Expr::Repeat { expr, min, max } => {
             let inner = prune(*expr, live);
             if is_nothing(&inner) {
-                return if min == 0 { Expr::empty() } else { Expr::nothing() };
+                return if min == 0 {
+                    Expr::empty()
+                } else {
+                    Expr::nothing()
+                };
             }
             if max == Some(0) {
                 return Expr::empty();

@@ -4,10 +4,10 @@ use constrain_engine::Expr;
 use regex_syntax::hir::Hir;
 
 use super::Emitter;
+use crate::document::Draft;
 use crate::error::SchemaError;
 use crate::ir::{NumberSet, StringSet};
 use crate::json_text;
-use crate::document::Draft;
 use crate::number::{number_re, Decimal, Kind};
 use crate::re::dfa::{self, Dfa};
 use crate::re::{CharSet, Re};
@@ -15,7 +15,9 @@ use crate::strings::{string_re, string_re_or_subset};
 
 /// Any JSON number.
 pub(crate) fn any_number() -> Result<Expr, SchemaError> {
-    Ok(Expr::regex(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")?)
+    Ok(Expr::regex(
+        r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+    )?)
 }
 
 /// Any JSON string, quotes included.
@@ -23,8 +25,21 @@ pub(crate) fn any_string() -> Expr {
     quoted(json_text::encode(&Re::any_string()))
 }
 
+/// A JSON string whose text between the quotes is `body`.
 pub(crate) fn quoted(body: Hir) -> Expr {
-    Expr::from_hir(Hir::concat(vec![Hir::literal(*b"\""), body, Hir::literal(*b"\"")]))
+    Expr::from_hir(Hir::concat(vec![
+        Hir::literal(*b"\""),
+        body,
+        Hir::literal(*b"\""),
+    ]))
+}
+
+/// A JSON string whose decoded value is in `re`.
+pub(crate) fn string_of(re: &Re) -> Expr {
+    match json_text::encode_expr(re) {
+        Expr::Regex(body) => quoted(*body),
+        body => Expr::seq(vec![Expr::literal("\""), body, Expr::literal("\"")]),
+    }
 }
 
 /// Largest divisor (after scaling to an integer) `multipleOf` is compiled for.
@@ -47,11 +62,14 @@ impl Emitter<'_, '_> {
                     re = self.restrict_number_dfa(re, &d)?;
                 }
                 None => {
-                    self.unsupported("multipleOf", format!("multipleOf {m:?} needs a divisor above {MAX_DIVISOR}"))?;
+                    self.unsupported(
+                        "multipleOf",
+                        format!("multipleOf {m:?} needs a divisor above {MAX_DIVISOR}"),
+                    )?;
                 }
             }
         }
-        Ok(Expr::from_hir(re.to_hir()))
+        Ok(re.to_expr())
     }
 
     fn restrict_number(&mut self, re: Re, by: Re, keyword: &str) -> Result<Re, SchemaError> {
@@ -65,7 +83,9 @@ impl Emitter<'_, '_> {
     }
 
     fn restrict_number_dfa(&mut self, re: Re, by: &Dfa) -> Result<Re, SchemaError> {
-        let result = Dfa::from_re(&re).and_then(|d| d.minimize().intersect(by)).and_then(|d| d.to_re());
+        let result = Dfa::from_re(&re)
+            .and_then(|d| d.minimize().intersect(by))
+            .and_then(|d| d.to_re());
         match result {
             Ok(r) => Ok(r),
             Err(e) => {
@@ -81,14 +101,18 @@ impl Emitter<'_, '_> {
             Err(e) => {
                 self.unsupported("pattern", format!("string constraints do not combine: {e}"))?;
                 // Lenient: keep the patterns, drop the lengths; then drop the patterns.
-                let loose = StringSet { min_len: 0, max_len: None, langs: s.langs.clone() };
+                let loose = StringSet {
+                    min_len: 0,
+                    max_len: None,
+                    langs: s.langs.clone(),
+                };
                 match string_re(&loose) {
                     Ok(re) => re,
                     Err(_) => Re::any_string(),
                 }
             }
         };
-        Ok(quoted(json_text::encode(&re)))
+        Ok(string_of(&re))
     }
 }
 
@@ -143,7 +167,11 @@ pub(crate) fn multiple_dfa(m: &Decimal) -> Option<Dfa> {
             if phase <= s {
                 let next = if phase == 0 { 0 } else { phase + 1 };
                 for d in 0..10u32 {
-                    out.push((zero + d, zero + d, idx(next, (r * 10 + d as usize) % a) as u32));
+                    out.push((
+                        zero + d,
+                        zero + d,
+                        idx(next, (r * 10 + d as usize) % a) as u32,
+                    ));
                 }
             } else {
                 out.push((zero, zero, idx(s + 2, r) as u32));
@@ -168,15 +196,37 @@ mod tests {
     #[test]
     fn multiples_by_digits() {
         let d = multiple_dfa(&Decimal::parse("3").expect("3")).expect("small");
-        for (s, ok) in [("0", true), ("3", true), ("12", true), ("13", false), ("-27", true), ("3.0", true), ("3.5", false), ("3.", false)] {
+        for (s, ok) in [
+            ("0", true),
+            ("3", true),
+            ("12", true),
+            ("13", false),
+            ("-27", true),
+            ("3.0", true),
+            ("3.5", false),
+            ("3.", false),
+        ] {
             assert_eq!(d.matches(s), ok, "{s}");
         }
         let d = multiple_dfa(&Decimal::parse("0.25").expect("q")).expect("small");
-        for (s, ok) in [("0.25", true), ("0.5", true), ("1", true), ("1.75", true), ("1.7", false), ("0.250", true), ("0.2500001", false)] {
+        for (s, ok) in [
+            ("0.25", true),
+            ("0.5", true),
+            ("1", true),
+            ("1.75", true),
+            ("1.7", false),
+            ("0.250", true),
+            ("0.2500001", false),
+        ] {
             assert_eq!(d.matches(s), ok, "{s}");
         }
         let d = multiple_dfa(&Decimal::parse("0.01").expect("c")).expect("small");
-        for (s, ok) in [("1.23", true), ("1.234", false), ("1.230", true), ("5", true)] {
+        for (s, ok) in [
+            ("1.23", true),
+            ("1.234", false),
+            ("1.230", true),
+            ("5", true),
+        ] {
             assert_eq!(d.matches(s), ok, "{s}");
         }
     }

@@ -13,7 +13,11 @@ pub(crate) struct Decimal {
 
 impl Decimal {
     pub(crate) fn zero() -> Decimal {
-        Decimal { negative: false, digits: Vec::new(), exp: 0 }
+        Decimal {
+            negative: false,
+            digits: Vec::new(),
+            exp: 0,
+        }
     }
 
     /// The value of a JSON number, exactly as written for integers and as the shortest
@@ -64,12 +68,13 @@ impl Decimal {
         if digits.is_empty() {
             return Decimal::zero();
         }
-        Decimal { negative, digits, exp }
+        Decimal {
+            negative,
+            digits,
+            exp,
+        }
     }
 
-    pub(crate) fn from_i64(v: i64) -> Decimal {
-        Decimal::parse(&v.to_string()).unwrap_or_else(Decimal::zero)
-    }
 
     pub(crate) fn is_zero(&self) -> bool {
         self.digits.is_empty()
@@ -84,14 +89,20 @@ impl Decimal {
     }
 
     pub(crate) fn abs(&self) -> Decimal {
-        Decimal { negative: false, ..self.clone() }
+        Decimal {
+            negative: false,
+            ..self.clone()
+        }
     }
 
     pub(crate) fn neg(&self) -> Decimal {
         if self.is_zero() {
             return self.clone();
         }
-        Decimal { negative: !self.negative, ..self.clone() }
+        Decimal {
+            negative: !self.negative,
+            ..self.clone()
+        }
     }
 
     /// Number of digits before the decimal point (0 for magnitudes below 1).
@@ -121,9 +132,19 @@ impl Decimal {
             return ("0".into(), String::new());
         }
         let n = self.int_len();
-        let int: String = if n <= 0 { "0".into() } else { (0..n).rev().map(|p| char::from(b'0' + self.digit_at(p))).collect() };
+        let int: String = if n <= 0 {
+            "0".into()
+        } else {
+            (0..n)
+                .rev()
+                .map(|p| char::from(b'0' + self.digit_at(p)))
+                .collect()
+        };
         let lowest = self.exp.min(0);
-        let frac: String = (lowest..0).rev().map(|p| char::from(b'0' + self.digit_at(p))).collect();
+        let frac: String = (lowest..0)
+            .rev()
+            .map(|p| char::from(b'0' + self.digit_at(p)))
+            .collect();
         (int, frac)
     }
 
@@ -226,7 +247,10 @@ impl Decimal {
         if self.is_zero() {
             return self.clone();
         }
-        Decimal { exp: self.exp + k, ..self.clone() }
+        Decimal {
+            exp: self.exp + k,
+            ..self.clone()
+        }
     }
 
     /// The exponent of the lowest non-zero digit (0 for zero).
@@ -279,18 +303,18 @@ impl Decimal {
         let y = y.to_u128()?;
         Some(x.magnitude_mod(y)? == 0)
     }
-
-    pub(crate) fn to_f64(&self) -> f64 {
-        let (int, frac) = self.plain_parts();
-        let s = format!("{}{}.{}", if self.negative { "-" } else { "" }, int, if frac.is_empty() { "0" } else { &frac });
-        s.parse().unwrap_or(f64::NAN)
-    }
 }
 
 /// Numeric order (the derived `Ord` of [`Decimal`] is only structural).
 pub(crate) fn compare(a: &Decimal, b: &Decimal) -> Ordering {
     match (a.negative, b.negative) {
-        (false, true) => return if a.is_zero() && b.is_zero() { Ordering::Equal } else { Ordering::Greater },
+        (false, true) => {
+            return if a.is_zero() && b.is_zero() {
+                Ordering::Equal
+            } else {
+                Ordering::Greater
+            }
+        }
         (true, false) => return Ordering::Less,
         _ => {}
     }
@@ -374,6 +398,9 @@ mod tests {
         assert_eq!(d("7.6").is_multiple_of(&d("2.5")), Some(false));
         assert_eq!(d("0.0075").is_multiple_of(&d("0.0001")), Some(true));
         assert_eq!(d("1e30").is_multiple_of(&d("3")), Some(false));
-        assert_eq!(Decimal::from_json(&serde_json::Number::from_f64(0.1).expect("finite")), Some(d("0.1")));
+        assert_eq!(
+            Decimal::from_json(&serde_json::Number::from_f64(0.1).expect("finite")),
+            Some(d("0.1"))
+        );
     }
 }

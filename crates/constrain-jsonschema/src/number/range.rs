@@ -18,7 +18,10 @@ pub(crate) struct Bound {
 }
 
 fn digit(lo: u8, hi: u8) -> Re {
-    Re::class(CharSet::from_ranges([(u32::from(b'0' + lo), u32::from(b'0' + hi))]))
+    Re::class(CharSet::from_ranges([(
+        u32::from(b'0' + lo),
+        u32::from(b'0' + hi),
+    )]))
 }
 
 fn digits(min: u32, max: Option<u32>) -> Re {
@@ -34,7 +37,10 @@ struct Frac {
 
 impl Frac {
     fn nothing() -> Frac {
-        Frac { empty: false, nonempty: Re::nothing() }
+        Frac {
+            empty: false,
+            nonempty: Re::nothing(),
+        }
     }
 
     /// `(\.F)?` as text.
@@ -62,7 +68,7 @@ impl Frac {
 /// bounds are digit strings without trailing zeros.
 fn frac(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Frac {
     let lo = match lo {
-        Some((a, false)) if a.is_empty() => None,
+        Some((&[], false)) => None,
         other => other,
     };
     if let Some((b, strict)) = hi {
@@ -71,12 +77,18 @@ fn frac(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Frac {
             if strict || lo.is_some() {
                 return Frac::nothing();
             }
-            return Frac { empty: true, nonempty: Re::repeat(digit(0, 0), 1, None) };
+            return Frac {
+                empty: true,
+                nonempty: Re::repeat(digit(0, 0), 1, None),
+            };
         }
     }
     match (lo, hi) {
-        (None, None) => Frac { empty: true, nonempty: digits(1, None) },
-        (Some((a, true)), None) if a.is_empty() => Frac {
+        (None, None) => Frac {
+            empty: true,
+            nonempty: digits(1, None),
+        },
+        (Some((&[], true)), None) => Frac {
             empty: false,
             nonempty: Re::concat(vec![digits(0, None), digit(1, 9), digits(0, None)]),
         },
@@ -113,7 +125,10 @@ fn frac(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Frac {
                     alts.push(Re::concat(vec![digit(mid_lo, mid_hi), digits(0, None)]));
                 }
             }
-            Frac { empty, nonempty: Re::alt(alts) }
+            Frac {
+                empty,
+                nonempty: Re::alt(alts),
+            }
         }
     }
 }
@@ -142,9 +157,17 @@ fn any_frac(kind: Kind) -> Re {
         return Re::empty();
     }
     if kind.integer() {
-        Re::repeat(Re::concat(vec![Re::literal("."), Re::repeat(digit(0, 0), 1, None)]), 0, Some(1))
+        Re::repeat(
+            Re::concat(vec![Re::literal("."), Re::repeat(digit(0, 0), 1, None)]),
+            0,
+            Some(1),
+        )
     } else {
-        Re::repeat(Re::concat(vec![Re::literal("."), digits(1, None)]), 0, Some(1))
+        Re::repeat(
+            Re::concat(vec![Re::literal("."), digits(1, None)]),
+            0,
+            Some(1),
+        )
     }
 }
 
@@ -158,7 +181,11 @@ struct Edge {
 impl Edge {
     fn new(value: &Decimal, strict: bool) -> Edge {
         let (int, frac) = value.plain_parts();
-        Edge { int: int.bytes().map(|b| b - b'0').collect(), frac: frac.bytes().map(|b| b - b'0').collect(), strict }
+        Edge {
+            int: int.bytes().map(|b| b - b'0').collect(),
+            frac: frac.bytes().map(|b| b - b'0').collect(),
+            strict,
+        }
     }
 }
 
@@ -170,7 +197,11 @@ fn magnitudes(lo: &Edge, hi: Option<&Edge>, kind: Kind) -> Re {
     match hi {
         None => {
             alts.push(fixed_len(lo, None, lo_len, kind));
-            alts.push(Re::concat(vec![digit(1, 9), digits(lo_len as u32, None), any_frac(kind)]));
+            alts.push(Re::concat(vec![
+                digit(1, 9),
+                digits(lo_len as u32, None),
+                any_frac(kind),
+            ]));
         }
         Some(hi) => {
             let hi_len = hi.int.len();
@@ -185,7 +216,11 @@ fn magnitudes(lo: &Edge, hi: Option<&Edge>, kind: Kind) -> Re {
                         any_frac(kind),
                     ]));
                 }
-                let floor = Edge { int: low_edge(hi_len), frac: Vec::new(), strict: false };
+                let floor = Edge {
+                    int: low_edge(hi_len),
+                    frac: Vec::new(),
+                    strict: false,
+                };
                 alts.push(fixed_len(&floor, Some(hi), hi_len, kind));
             }
         }
@@ -210,7 +245,15 @@ fn fixed_len(lo: &Edge, hi: Option<&Edge>, len: usize, kind: Kind) -> Re {
     digits_between(lo, hi, 0, true, hi.is_some(), len, kind)
 }
 
-fn digits_between(lo: &Edge, hi: Option<&Edge>, i: usize, tight_lo: bool, tight_hi: bool, len: usize, kind: Kind) -> Re {
+fn digits_between(
+    lo: &Edge,
+    hi: Option<&Edge>,
+    i: usize,
+    tight_lo: bool,
+    tight_hi: bool,
+    len: usize,
+    kind: Kind,
+) -> Re {
     if i == len {
         if kind.integer() {
             // Integer bounds are integral and inclusive: the fraction may only be zeros.
@@ -223,7 +266,13 @@ fn digits_between(lo: &Edge, hi: Option<&Edge>, i: usize, tight_lo: bool, tight_
         };
         return frac(l, h).text();
     }
-    let lo_d = if tight_lo { lo.int[i] } else if i == 0 && len > 1 { 1 } else { 0 };
+    let lo_d = if tight_lo {
+        lo.int[i]
+    } else if i == 0 && len > 1 {
+        1
+    } else {
+        0
+    };
     let hi_d = match (tight_hi, hi) {
         (true, Some(h)) => h.int[i],
         _ => 9,
@@ -232,22 +281,32 @@ fn digits_between(lo: &Edge, hi: Option<&Edge>, i: usize, tight_lo: bool, tight_
         return Re::nothing();
     }
     let rest = (len - i - 1) as u32;
-    let free = |a: u8, b: u8| Re::concat(vec![digit(a, b), digits(rest, Some(rest)), any_frac(kind)]);
+    let free =
+        |a: u8, b: u8| Re::concat(vec![digit(a, b), digits(rest, Some(rest)), any_frac(kind)]);
     if !tight_lo && !tight_hi {
         return free(lo_d, hi_d);
     }
     if tight_lo && tight_hi && lo_d == hi_d {
-        return Re::concat(vec![digit(lo_d, lo_d), digits_between(lo, hi, i + 1, true, true, len, kind)]);
+        return Re::concat(vec![
+            digit(lo_d, lo_d),
+            digits_between(lo, hi, i + 1, true, true, len, kind),
+        ]);
     }
     let mut alts = Vec::new();
     let mut mid_lo = lo_d;
     let mut mid_hi = hi_d;
     if tight_lo {
-        alts.push(Re::concat(vec![digit(lo_d, lo_d), digits_between(lo, hi, i + 1, true, false, len, kind)]));
+        alts.push(Re::concat(vec![
+            digit(lo_d, lo_d),
+            digits_between(lo, hi, i + 1, true, false, len, kind),
+        ]));
         mid_lo = lo_d + 1;
     }
     if tight_hi {
-        alts.push(Re::concat(vec![digit(hi_d, hi_d), digits_between(lo, hi, i + 1, false, true, len, kind)]));
+        alts.push(Re::concat(vec![
+            digit(hi_d, hi_d),
+            digits_between(lo, hi, i + 1, false, true, len, kind),
+        ]));
         if hi_d == 0 {
             return Re::alt(alts);
         }
@@ -265,12 +324,26 @@ pub(crate) fn number_re(lo: Option<&Bound>, hi: Option<&Bound>, kind: Kind) -> R
     // Integer bounds become inclusive integers.
     let (lo, hi) = if integer {
         let lo = lo.map(|b| {
-            let v = if b.exclusive { b.value.floor().succ() } else { b.value.ceil() };
-            Bound { value: v, exclusive: false }
+            let v = if b.exclusive {
+                b.value.floor().succ()
+            } else {
+                b.value.ceil()
+            };
+            Bound {
+                value: v,
+                exclusive: false,
+            }
         });
         let hi = hi.map(|b| {
-            let v = if b.exclusive { b.value.ceil().pred() } else { b.value.floor() };
-            Bound { value: v, exclusive: false }
+            let v = if b.exclusive {
+                b.value.ceil().pred()
+            } else {
+                b.value.floor()
+            };
+            Bound {
+                value: v,
+                exclusive: false,
+            }
         });
         (lo, hi)
     } else {
@@ -298,19 +371,40 @@ pub(crate) fn number_re(lo: Option<&Bound>, hi: Option<&Bound>, kind: Kind) -> R
     let mut alts = Vec::new();
     // Zero, with or without a sign.
     if admits(&zero) {
-        let zero_kind = if kind == Kind::Number { Kind::Integer } else { kind };
-        alts.push(Re::concat(vec![Re::literal("-").optional(), Re::literal("0"), any_frac(zero_kind)]));
+        let zero_kind = if kind == Kind::Number {
+            Kind::Integer
+        } else {
+            kind
+        };
+        alts.push(Re::concat(vec![
+            Re::literal("-").optional(),
+            Re::literal("0"),
+            any_frac(zero_kind),
+        ]));
     }
     // Positive numbers: magnitudes above max(lo, 0).
-    let positive_possible = hi.as_ref().is_none_or(|h| !h.value.is_negative() && !h.value.is_zero());
+    let positive_possible = hi
+        .as_ref()
+        .is_none_or(|h| !h.value.is_negative() && !h.value.is_zero());
     if positive_possible {
         let lo_edge = match &lo {
-            Some(l) if !l.value.is_negative() && !l.value.is_zero() => Edge::new(&l.value, l.exclusive),
-            _ => Edge { int: vec![0], frac: Vec::new(), strict: true },
+            Some(l) if !l.value.is_negative() && !l.value.is_zero() => {
+                Edge::new(&l.value, l.exclusive)
+            }
+            _ => Edge {
+                int: vec![0],
+                frac: Vec::new(),
+                strict: true,
+            },
         };
         let hi_edge = hi.as_ref().map(|h| Edge::new(&h.value, h.exclusive));
-        let lo_edge = if integer && lo_edge.strict && lo_edge.int == [0] && lo_edge.frac.is_empty() {
-            Edge { int: vec![1], frac: Vec::new(), strict: false }
+        let lo_edge = if integer && lo_edge.strict && lo_edge.int == [0] && lo_edge.frac.is_empty()
+        {
+            Edge {
+                int: vec![1],
+                frac: Vec::new(),
+                strict: false,
+            }
         } else {
             lo_edge
         };
@@ -321,15 +415,27 @@ pub(crate) fn number_re(lo: Option<&Bound>, hi: Option<&Bound>, kind: Kind) -> R
     if negative_possible {
         let lo_edge = match &hi {
             Some(h) if h.value.is_negative() => Edge::new(&h.value.abs(), h.exclusive),
-            _ => Edge { int: vec![0], frac: Vec::new(), strict: true },
+            _ => Edge {
+                int: vec![0],
+                frac: Vec::new(),
+                strict: true,
+            },
         };
-        let lo_edge = if integer && lo_edge.strict && lo_edge.int == [0] && lo_edge.frac.is_empty() {
-            Edge { int: vec![1], frac: Vec::new(), strict: false }
+        let lo_edge = if integer && lo_edge.strict && lo_edge.int == [0] && lo_edge.frac.is_empty()
+        {
+            Edge {
+                int: vec![1],
+                frac: Vec::new(),
+                strict: false,
+            }
         } else {
             lo_edge
         };
         let hi_edge = lo.as_ref().map(|l| Edge::new(&l.value.abs(), l.exclusive));
-        alts.push(Re::concat(vec![Re::literal("-"), magnitudes(&lo_edge, hi_edge.as_ref(), kind)]));
+        alts.push(Re::concat(vec![
+            Re::literal("-"),
+            magnitudes(&lo_edge, hi_edge.as_ref(), kind),
+        ]));
     }
     if !integer {
         alts.push(exponent_forms(lo.as_ref(), hi.as_ref()));
@@ -344,13 +450,25 @@ fn exponent_forms(lo: Option<&Bound>, hi: Option<&Bound>) -> Re {
         return Re::nothing();
     }
     let exp = Re::concat(vec![
-        Re::class(CharSet::from_ranges([(u32::from(b'e'), u32::from(b'e')), (u32::from(b'E'), u32::from(b'E'))])),
-        Re::class(CharSet::from_ranges([(u32::from(b'+'), u32::from(b'+')), (u32::from(b'-'), u32::from(b'-'))])).optional(),
+        Re::class(CharSet::from_ranges([
+            (u32::from(b'e'), u32::from(b'e')),
+            (u32::from(b'E'), u32::from(b'E')),
+        ])),
+        Re::class(CharSet::from_ranges([
+            (u32::from(b'+'), u32::from(b'+')),
+            (u32::from(b'-'), u32::from(b'-')),
+        ]))
+        .optional(),
         digits(1, None),
     ]);
     let nonzero = Re::alt(vec![
         Re::concat(vec![digit(1, 9), digits(0, None), any_frac(Kind::Number)]),
-        Re::concat(vec![Re::literal("0."), digits(0, None), digit(1, 9), digits(0, None)]),
+        Re::concat(vec![
+            Re::literal("0."),
+            digits(0, None),
+            digit(1, 9),
+            digits(0, None),
+        ]),
     ]);
     let zero = Re::concat(vec![Re::literal("0"), any_frac(Kind::Integer)]);
     let mut alts = Vec::new();
@@ -379,13 +497,21 @@ mod tests {
             re.to_hir(),
             regex_syntax::hir::Hir::look(regex_syntax::hir::Look::End),
         ]);
-        regex_automata::meta::Regex::builder().build_from_hir(&hir).expect("builds")
+        regex_automata::meta::Regex::builder()
+            .build_from_hir(&hir)
+            .expect("builds")
     }
 
     fn samples() -> Vec<String> {
         let mut out = Vec::new();
-        let ints = ["0", "1", "2", "5", "9", "10", "11", "19", "20", "99", "100", "101", "123", "999", "1000", "12345"];
-        let fracs = ["", ".0", ".00", ".5", ".50", ".05", ".25", ".1", ".01", ".001", ".9", ".99", ".999", ".4999", ".5001", ".75"];
+        let ints = [
+            "0", "1", "2", "5", "9", "10", "11", "19", "20", "99", "100", "101", "123", "999",
+            "1000", "12345",
+        ];
+        let fracs = [
+            "", ".0", ".00", ".5", ".50", ".05", ".25", ".1", ".01", ".001", ".9", ".99", ".999",
+            ".4999", ".5001", ".75",
+        ];
         for sign in ["", "-"] {
             for i in ints {
                 for f in fracs {
@@ -400,9 +526,19 @@ mod tests {
     }
 
     fn check(lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, integer: bool) {
-        let lo = lo.map(|(v, e)| Bound { value: Decimal::parse(v).expect("lo"), exclusive: e });
-        let hi = hi.map(|(v, e)| Bound { value: Decimal::parse(v).expect("hi"), exclusive: e });
-        let re = number_re(lo.as_ref(), hi.as_ref(), if integer { Kind::Integer } else { Kind::Number });
+        let lo = lo.map(|(v, e)| Bound {
+            value: Decimal::parse(v).expect("lo"),
+            exclusive: e,
+        });
+        let hi = hi.map(|(v, e)| Bound {
+            value: Decimal::parse(v).expect("hi"),
+            exclusive: e,
+        });
+        let re = number_re(
+            lo.as_ref(),
+            hi.as_ref(),
+            if integer { Kind::Integer } else { Kind::Number },
+        );
         let m = matcher(&re);
         for s in samples() {
             let v = Decimal::parse(&s).expect("sample");
@@ -422,7 +558,10 @@ mod tests {
                     assert!(!accepted, "{s}");
                 }
             } else {
-                assert_eq!(accepted, in_range, "{s} for {lo:?}..{hi:?} integer={integer}");
+                assert_eq!(
+                    accepted, in_range,
+                    "{s} for {lo:?}..{hi:?} integer={integer}"
+                );
             }
         }
     }
@@ -454,13 +593,22 @@ mod tests {
 
     #[test]
     fn exponents_only_at_zero_bounds() {
-        let m = matcher(&number_re(Some(&Bound { value: Decimal::zero(), exclusive: false }), None, Kind::Number));
+        let m = matcher(&number_re(
+            Some(&Bound {
+                value: Decimal::zero(),
+                exclusive: false,
+            }),
+            None,
+            Kind::Number,
+        ));
         assert!(m.is_match("1e5") && m.is_match("0E-3") && !m.is_match("-1e2"));
         let m = matcher(&number_re(None, None, Kind::Number));
         assert!(m.is_match("-1.5E+10"));
         let m = matcher(&number_re(None, None, Kind::PlainInteger));
         assert!(m.is_match("12") && !m.is_match("12.0") && m.is_match("-0"));
         let m = matcher(&number_re(None, None, Kind::Integer));
-        assert!(m.is_match("-12") && m.is_match("3.000") && !m.is_match("1e2") && !m.is_match("01"));
+        assert!(
+            m.is_match("-12") && m.is_match("3.000") && !m.is_match("1e2") && !m.is_match("01")
+        );
     }
 }

@@ -79,7 +79,10 @@ impl Dfa {
         let mut s = 0u32;
         for c in text.chars() {
             let c = c as u32;
-            match self.trans[s as usize].iter().find(|&&(lo, hi, _)| lo <= c && c <= hi) {
+            match self.trans[s as usize]
+                .iter()
+                .find(|&&(lo, hi, _)| lo <= c && c <= hi)
+            {
                 Some(&(_, _, t)) => s = t,
                 None => return false,
             }
@@ -112,7 +115,10 @@ impl Dfa {
                         None => {
                             let n = pairs.len() as u32;
                             if pairs.len() >= MAX_DFA_STATES {
-                                return Err(TooLarge { what: "automaton states".into(), limit: MAX_DFA_STATES });
+                                return Err(TooLarge {
+                                    what: "automaton states".into(),
+                                    limit: MAX_DFA_STATES,
+                                });
                             }
                             index.insert((t1, t2), n);
                             pairs.push((t1, t2));
@@ -213,7 +219,7 @@ impl Dfa {
         let mut class: Vec<u32> = dfa.accepting.iter().map(|&a| u32::from(a)).collect();
         let mut count = class.iter().collect::<std::collections::HashSet<_>>().len();
         loop {
-            let mut signatures: HashMap<(u32, Vec<(u32, u32, u32)>), u32> = HashMap::new();
+            let mut signatures: HashMap<(u32, Ranges), u32> = HashMap::new();
             let mut next = vec![0u32; n];
             for s in 0..n {
                 let mut sig: Vec<(u32, u32, u32)> = Vec::with_capacity(dfa.trans[s].len());
@@ -234,8 +240,8 @@ impl Dfa {
         let mut order = vec![u32::MAX; count];
         let mut k = 0u32;
         let mut seen_order = Vec::with_capacity(count);
-        for s in 0..n {
-            let c = class[s] as usize;
+        for (s, &c) in class.iter().enumerate() {
+            let c = c as usize;
             if order[c] == u32::MAX {
                 order[c] = k;
                 k += 1;
@@ -264,13 +270,20 @@ impl Dfa {
         }
         let n = dfa.trans.len();
         if n > MAX_ELIMINATION_STATES {
-            return Err(TooLarge { what: "automaton states to turn back into an expression".into(), limit: MAX_ELIMINATION_STATES });
+            return Err(TooLarge {
+                what: "automaton states to turn back into an expression".into(),
+                limit: MAX_ELIMINATION_STATES,
+            });
         }
         let start = n; // fresh start node
         let fin = n + 1; // fresh final node
         let mut out_edges: Vec<BTreeMap<usize, Re>> = vec![BTreeMap::new(); n + 2];
         let mut in_edges: Vec<BTreeMap<usize, ()>> = vec![BTreeMap::new(); n + 2];
-        let add = |out_edges: &mut Vec<BTreeMap<usize, Re>>, in_edges: &mut Vec<BTreeMap<usize, ()>>, p: usize, q: usize, re: Re| {
+        let add = |out_edges: &mut Vec<BTreeMap<usize, Re>>,
+                   in_edges: &mut Vec<BTreeMap<usize, ()>>,
+                   p: usize,
+                   q: usize,
+                   re: Re| {
             let entry = out_edges[p].remove(&q);
             let merged = match entry {
                 Some(old) => Re::alt(vec![old, re]),
@@ -286,14 +299,24 @@ impl Dfa {
                 by_target.entry(t).or_default().push((lo, hi));
             }
             for (t, ranges) in by_target {
-                add(&mut out_edges, &mut in_edges, s, t as usize, Re::class(CharSet::from_ranges(ranges)));
+                add(
+                    &mut out_edges,
+                    &mut in_edges,
+                    s,
+                    t as usize,
+                    Re::class(CharSet::from_ranges(ranges)),
+                );
             }
             if dfa.accepting[s] {
                 add(&mut out_edges, &mut in_edges, s, fin, Re::empty());
             }
         }
         let mut alive: Vec<bool> = vec![true; n];
-        let mut total: usize = out_edges.iter().flat_map(|m| m.values()).map(Re::size).sum();
+        let mut total: usize = out_edges
+            .iter()
+            .flat_map(|m| m.values())
+            .map(Re::size)
+            .sum();
         for _ in 0..n {
             // Eliminate the state whose removal creates the fewest new edges.
             let mut best = None;
@@ -321,7 +344,9 @@ impl Dfa {
             let preds: Vec<usize> = in_edges[q].keys().copied().collect();
             let succs: Vec<(usize, Re)> = std::mem::take(&mut out_edges[q]).into_iter().collect();
             for &p in &preds {
-                let Some(into) = out_edges[p].remove(&q) else { continue };
+                let Some(into) = out_edges[p].remove(&q) else {
+                    continue;
+                };
                 for (r, out) in &succs {
                     let mut parts = vec![into.clone()];
                     if let Some(l) = &loop_re {
@@ -338,16 +363,25 @@ impl Dfa {
             }
             in_edges[q].clear();
             if total > MAX_RE_SIZE {
-                return Err(TooLarge { what: "expression rebuilt from an automaton".into(), limit: MAX_RE_SIZE });
+                return Err(TooLarge {
+                    what: "expression rebuilt from an automaton".into(),
+                    limit: MAX_RE_SIZE,
+                });
             }
         }
         let re = out_edges[start].remove(&fin).unwrap_or_else(Re::nothing);
         if re.depth_exceeds(MAX_RE_DEPTH) {
-            return Err(TooLarge { what: "nesting of the expression rebuilt from an automaton".into(), limit: MAX_RE_DEPTH });
+            return Err(TooLarge {
+                what: "nesting of the expression rebuilt from an automaton".into(),
+                limit: MAX_RE_DEPTH,
+            });
         }
         Ok(re)
     }
 }
+
+/// Transitions of one state: sorted, disjoint `(lo, hi, target)` ranges.
+type Ranges = Vec<(u32, u32, u32)>;
 
 fn push_range(out: &mut Vec<(u32, u32, u32)>, lo: u32, hi: u32, target: u32) {
     if let Some(last) = out.last_mut() {
@@ -370,7 +404,13 @@ struct Nfa {
 
 impl Nfa {
     fn build(re: &Re) -> Result<Nfa> {
-        let mut nfa = Nfa { eps: Vec::new(), looks: Vec::new(), trans: Vec::new(), start: 0, fin: 0 };
+        let mut nfa = Nfa {
+            eps: Vec::new(),
+            looks: Vec::new(),
+            trans: Vec::new(),
+            start: 0,
+            fin: 0,
+        };
         let start = nfa.state()?;
         let fin = nfa.state()?;
         nfa.compile(re, start, fin)?;
@@ -381,7 +421,10 @@ impl Nfa {
 
     fn state(&mut self) -> Result<usize> {
         if self.eps.len() >= MAX_NFA_STATES {
-            return Err(TooLarge { what: "automaton (NFA) states".into(), limit: MAX_NFA_STATES });
+            return Err(TooLarge {
+                what: "automaton (NFA) states".into(),
+                limit: MAX_NFA_STATES,
+            });
         }
         self.eps.push(Vec::new());
         self.looks.push(Vec::new());
@@ -404,7 +447,11 @@ impl Nfa {
                 }
                 let mut cur = from;
                 for (i, c) in chars.iter().enumerate() {
-                    let next = if i + 1 == chars.len() { to } else { self.state()? };
+                    let next = if i + 1 == chars.len() {
+                        to
+                    } else {
+                        self.state()?
+                    };
                     self.trans[cur].push((CharSet::single(*c), next));
                     cur = next;
                 }
@@ -413,7 +460,11 @@ impl Nfa {
             Re::Concat(parts) => {
                 let mut cur = from;
                 for (i, p) in parts.iter().enumerate() {
-                    let next = if i + 1 == parts.len() { to } else { self.state()? };
+                    let next = if i + 1 == parts.len() {
+                        to
+                    } else {
+                        self.state()?
+                    };
                     self.compile(p, cur, next)?;
                     cur = next;
                 }
@@ -536,7 +587,10 @@ impl Nfa {
                     Some(&id) => id,
                     None => {
                         if sets.len() >= MAX_DFA_STATES {
-                            return Err(TooLarge { what: "automaton states".into(), limit: MAX_DFA_STATES });
+                            return Err(TooLarge {
+                                what: "automaton states".into(),
+                                limit: MAX_DFA_STATES,
+                            });
                         }
                         let id = sets.len() as u32;
                         index.insert(target.clone(), id);
@@ -583,7 +637,13 @@ pub(crate) fn is_empty(re: &Re) -> Result<bool> {
 pub(crate) fn length_dfa(min: u32, max: u32) -> Dfa {
     let n = max as usize + 1;
     let trans = (0..n)
-        .map(|i| if i + 1 < n { vec![(0, super::charset::MAX_CHAR, i as u32 + 1)] } else { Vec::new() })
+        .map(|i| {
+            if i + 1 < n {
+                vec![(0, super::charset::MAX_CHAR, i as u32 + 1)]
+            } else {
+                Vec::new()
+            }
+        })
         .collect();
     let accepting = (0..n).map(|i| i >= min as usize).collect();
     Dfa { trans, accepting }
@@ -599,7 +659,9 @@ pub(crate) fn difference(positive: &[Re], negative: &[Re]) -> Result<Dfa> {
         dfa = dfa.intersect(&Dfa::from_re(re)?.minimize())?.minimize();
     }
     for re in negative {
-        dfa = dfa.intersect(&Dfa::from_re(re)?.minimize().complement())?.minimize();
+        dfa = dfa
+            .intersect(&Dfa::from_re(re)?.minimize().complement())?
+            .minimize();
     }
     Ok(dfa)
 }
@@ -623,7 +685,14 @@ mod tests {
     #[test]
     fn determinize_and_match() {
         let d = dfa("^(ab|a)c*$");
-        for (s, ok) in [("ab", true), ("a", true), ("acc", true), ("abcc", true), ("b", false), ("abb", false)] {
+        for (s, ok) in [
+            ("ab", true),
+            ("a", true),
+            ("acc", true),
+            ("abcc", true),
+            ("b", false),
+            ("abb", false),
+        ] {
             assert_eq!(d.matches(s), ok, "{s}");
         }
     }
@@ -632,7 +701,13 @@ mod tests {
     fn looks_in_the_middle() {
         let re = ecma::search_language("(^a|b)c").expect("parses");
         let d = Dfa::from_re(&re).expect("builds");
-        for (s, ok) in [("ac", true), ("xbc", true), ("xac", false), ("bc", true), ("a", false)] {
+        for (s, ok) in [
+            ("ac", true),
+            ("xbc", true),
+            ("xac", false),
+            ("bc", true),
+            ("a", false),
+        ] {
             assert_eq!(d.matches(s), ok, "{s}");
         }
         let re = ecma::search_language("a$|^b").expect("parses");
@@ -648,13 +723,20 @@ mod tests {
         let b = ecma::search_language("x").expect("b");
         let both = intersect_all(&[a.clone(), b.clone()]).expect("intersects");
         let samples = ["x", "axb", "ab", "aXb", "", "xx"];
-        let reference = Dfa::from_re(&a).expect("a").intersect(&Dfa::from_re(&b).expect("b")).expect("product");
+        let reference = Dfa::from_re(&a)
+            .expect("a")
+            .intersect(&Dfa::from_re(&b).expect("b"))
+            .expect("product");
         check_same(&both, &samples, &reference);
         let not_b = complement(&b).expect("complement");
         let d = Dfa::from_re(&not_b).expect("rebuilds");
         assert!(d.matches("abc") && !d.matches("abxc") && d.matches(""));
         assert!(is_empty(&Re::concat(vec![Re::literal("a"), Re::nothing()])).expect("small"));
-        let disjoint = intersect_all(&[ecma::search_language("^a").expect("a"), ecma::search_language("^b").expect("b")]).expect("small");
+        let disjoint = intersect_all(&[
+            ecma::search_language("^a").expect("a"),
+            ecma::search_language("^b").expect("b"),
+        ])
+        .expect("small");
         assert!(is_empty(&disjoint).expect("small"));
     }
 
@@ -666,7 +748,11 @@ mod tests {
 
     #[test]
     fn budgets_are_errors() {
-        let re = Re::repeat(Re::repeat(Re::class(CharSet::any()), 0, Some(1000)), 0, Some(1000));
+        let re = Re::repeat(
+            Re::repeat(Re::class(CharSet::any()), 0, Some(1000)),
+            0,
+            Some(1000),
+        );
         assert!(Dfa::from_re(&re).is_err());
     }
 }

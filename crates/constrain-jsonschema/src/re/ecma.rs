@@ -30,7 +30,12 @@ const MAX_REPEAT: u32 = 100_000;
 
 /// Parses an ECMA-262 pattern into a regular expression that may still contain `^`/`$`.
 pub(crate) fn parse(pattern: &str) -> Result<Re, PatternError> {
-    let mut p = Parser { chars: pattern.char_indices().collect(), pos: 0, len: pattern.len(), depth: 0 };
+    let mut p = Parser {
+        chars: pattern.char_indices().collect(),
+        pos: 0,
+        len: pattern.len(),
+        depth: 0,
+    };
     let re = p.disjunction()?;
     if p.pos < p.chars.len() {
         return Err(p.error("unmatched ')'", false));
@@ -40,9 +45,63 @@ pub(crate) fn parse(pattern: &str) -> Result<Re, PatternError> {
 
 /// The language of strings in which `pattern` finds a match (ECMA `RegExp.prototype.test`):
 /// unanchored ends may be surrounded by any text.
+///
+/// Look-ahead assertions are supported where they test the whole string: right after a
+/// leading `^` (`^(?!foo)`, `^(?=.*[0-9])...`). Then `^(?=X)Y` is Y's language intersected with
+/// that of `^X`, and `^(?!X)Y` is Y's language minus that of `^X`.
 pub(crate) fn search_language(pattern: &str) -> Result<Re, PatternError> {
-    let re = parse(pattern)?;
-    Ok(anchor(re))
+    let Some((negated, inner, rest)) = leading_lookahead(pattern)? else {
+        return Ok(anchor(parse(pattern)?));
+    };
+    let base = search_language(&format!("^{rest}"))?;
+    let test = search_language(&format!("^(?:{inner})"))?;
+    let too_large = |e: super::dfa::TooLarge| PatternError {
+        offset: 1,
+        message: format!("look-ahead: the automaton exceeds {} {}", e.limit, e.what),
+        unsupported: true,
+    };
+    let dfa = if negated {
+        super::dfa::difference(&[base], &[test])
+    } else {
+        super::dfa::difference(&[base, test], &[])
+    }
+    .map_err(too_large)?;
+    dfa.to_re().map_err(too_large)
+}
+
+/// Splits `^(?=X)rest` / `^(?!X)rest` into (negated, X, rest).
+fn leading_lookahead(pattern: &str) -> Result<Option<(bool, &str, &str)>, PatternError> {
+    let negated = if pattern.starts_with("^(?!") {
+        true
+    } else if pattern.starts_with("^(?=") {
+        false
+    } else {
+        return Ok(None);
+    };
+    // Find the parenthesis closing the assertion, skipping escapes and classes.
+    let bytes = pattern.as_bytes();
+    let (mut depth, mut i, mut in_class) = (1usize, 4usize, false);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'[' if !in_class => in_class = true,
+            b']' if in_class => in_class = false,
+            b'(' if !in_class => depth += 1,
+            b')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(Some((negated, &pattern[4..i], &pattern[i + 1..])));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Err(PatternError {
+        offset: pattern.len(),
+        message: "missing ')'".into(),
+        unsupported: false,
+    })
 }
 
 /// Turns a parsed pattern into the language of strings it finds a match in.
@@ -77,7 +136,11 @@ pub(crate) fn anchor(re: Re) -> Re {
         out.push(Re::concat(parts));
     }
     if !unresolved.is_empty() {
-        let searched = Re::concat(vec![Re::any_string(), Re::alt(unresolved), Re::any_string()]);
+        let searched = Re::concat(vec![
+            Re::any_string(),
+            Re::alt(unresolved),
+            Re::any_string(),
+        ]);
         out.push(searched);
     }
     Re::alt(out)
@@ -93,9 +156,9 @@ fn strip_start(re: &Re) -> Option<Re> {
             v.extend(parts[1..].iter().cloned());
             Some(Re::concat(v))
         }
-        Re::Alt(parts) if !parts.is_empty() => {
-            Some(Re::alt(parts.iter().map(strip_start).collect::<Option<Vec<_>>>()?))
-        }
+        Re::Alt(parts) if !parts.is_empty() => Some(Re::alt(
+            parts.iter().map(strip_start).collect::<Option<Vec<_>>>()?,
+        )),
         _ => None,
     }
 }
@@ -110,9 +173,9 @@ fn strip_end(re: &Re) -> Option<Re> {
             v.push(last);
             Some(Re::concat(v))
         }
-        Re::Alt(parts) if !parts.is_empty() => {
-            Some(Re::alt(parts.iter().map(strip_end).collect::<Option<Vec<_>>>()?))
-        }
+        Re::Alt(parts) if !parts.is_empty() => Some(Re::alt(
+            parts.iter().map(strip_end).collect::<Option<Vec<_>>>()?,
+        )),
         _ => None,
     }
 }
@@ -134,7 +197,12 @@ pub(crate) fn space_class() -> CharSet {
 }
 
 pub(crate) fn word_class() -> CharSet {
-    CharSet::from_ranges([(b'0' as u32, b'9' as u32), (b'A' as u32, b'Z' as u32), (b'_' as u32, b'_' as u32), (b'a' as u32, b'z' as u32)])
+    CharSet::from_ranges([
+        (b'0' as u32, b'9' as u32),
+        (b'A' as u32, b'Z' as u32),
+        (b'_' as u32, b'_' as u32),
+        (b'a' as u32, b'z' as u32),
+    ])
 }
 
 pub(crate) fn digit_class() -> CharSet {
@@ -165,7 +233,11 @@ impl Parser {
     }
 
     fn error(&self, message: &str, unsupported: bool) -> PatternError {
-        PatternError { offset: self.offset(), message: message.to_string(), unsupported }
+        PatternError {
+            offset: self.offset(),
+            message: message.to_string(),
+            unsupported,
+        }
     }
 
     fn peek(&self) -> Option<char> {
@@ -196,7 +268,11 @@ impl Parser {
         while self.eat('|') {
             alternatives.push(self.alternative()?);
         }
-        Ok(if alternatives.len() == 1 { alternatives.pop().unwrap_or_else(Re::empty) } else { Re::alt(alternatives) })
+        Ok(if alternatives.len() == 1 {
+            alternatives.pop().unwrap_or_else(Re::empty)
+        } else {
+            Re::alt(alternatives)
+        })
     }
 
     fn alternative(&mut self) -> Result<Re, PatternError> {
@@ -248,7 +324,9 @@ impl Parser {
             self.pos = start;
             return Err(self.error("quantified assertion", false));
         }
-        if matches!(self.peek(), Some('*' | '+' | '?')) || (self.peek() == Some('{') && self.looks_like_quantifier()) {
+        if matches!(self.peek(), Some('*' | '+' | '?'))
+            || (self.peek() == Some('{') && self.looks_like_quantifier())
+        {
             return Err(self.error("nothing to repeat", false));
         }
         Ok(Re::repeat(atom, min, max))
@@ -308,7 +386,10 @@ impl Parser {
         while let Some(c) = self.peek() {
             let Some(d) = c.to_digit(10) else { break };
             self.pos += 1;
-            let v = value.unwrap_or(0).checked_mul(10).and_then(|v| v.checked_add(d));
+            let v = value
+                .unwrap_or(0)
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(d));
             match v {
                 Some(v) if v <= MAX_REPEAT => value = Some(v),
                 _ => return Err(self.error(&format!("repetition count above {MAX_REPEAT}"), true)),
@@ -430,7 +511,9 @@ impl Parser {
                 }
             },
             'x' => {
-                let v = self.hex_digits(2).ok_or_else(|| self.error("invalid \\x escape", false))?;
+                let v = self
+                    .hex_digits(2)
+                    .ok_or_else(|| self.error("invalid \\x escape", false))?;
                 Ok(ClassAtom::Char(char::from_u32(v).unwrap_or('\0')))
             }
             'u' => self.unicode_escape().map(ClassAtom::Char),
@@ -461,16 +544,23 @@ impl Parser {
             if n == 0 || !self.eat('}') {
                 return Err(self.error("invalid \\u{...} escape", false));
             }
-            return char::from_u32(v).ok_or_else(|| self.error("\\u{...} escape is not a scalar value", false));
+            return char::from_u32(v)
+                .ok_or_else(|| self.error("\\u{...} escape is not a scalar value", false));
         }
-        let hi = self.hex_digits(4).ok_or_else(|| self.error("invalid \\u escape", false))?;
-        if (0xD800..0xDC00).contains(&hi) && self.peek() == Some('\\') && self.peek_at(1) == Some('u') {
+        let hi = self
+            .hex_digits(4)
+            .ok_or_else(|| self.error("invalid \\u escape", false))?;
+        if (0xD800..0xDC00).contains(&hi)
+            && self.peek() == Some('\\')
+            && self.peek_at(1) == Some('u')
+        {
             let save = self.pos;
             self.pos += 2;
             if let Some(lo) = self.hex_digits(4) {
                 if (0xDC00..0xE000).contains(&lo) {
                     let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-                    return char::from_u32(c).ok_or_else(|| self.error("invalid surrogate pair", false));
+                    return char::from_u32(c)
+                        .ok_or_else(|| self.error("invalid surrogate pair", false));
                 }
             }
             self.pos = save;
@@ -497,7 +587,11 @@ impl Parser {
             .map_err(|_| self.error(&format!("unknown Unicode property '{name}'"), true))?;
         let set = match hir.kind() {
             regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(cls)) => {
-                CharSet::from_ranges(cls.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)))
+                CharSet::from_ranges(
+                    cls.ranges()
+                        .iter()
+                        .map(|r| (r.start() as u32, r.end() as u32)),
+                )
             }
             _ => return Err(self.error(&format!("unknown Unicode property '{name}'"), true)),
         };
@@ -528,7 +622,10 @@ impl Parser {
                     }
                     (a, b) => {
                         // Annex B: a class escape at either end makes '-' literal.
-                        set = set.union(&atom_set(a)).union(&CharSet::single('-')).union(&atom_set(b));
+                        set = set
+                            .union(&atom_set(a))
+                            .union(&CharSet::single('-'))
+                            .union(&atom_set(b));
                     }
                 }
             } else {
@@ -549,7 +646,9 @@ impl Parser {
                     self.pos += 1;
                     Ok(ClassAtom::Char('-'))
                 }
-                Some(d) if d.is_ascii_digit() && d != '0' => Err(self.error("back-references", true)),
+                Some(d) if d.is_ascii_digit() && d != '0' => {
+                    Err(self.error("back-references", true))
+                }
                 _ => self.class_escape(),
             },
             Some(c) => Ok(ClassAtom::Char(c)),
@@ -616,8 +715,25 @@ mod tests {
     }
 
     #[test]
+    fn leading_lookaheads() {
+        assert!(matches("^(?!pattern$).*$", "patterns"));
+        assert!(!matches("^(?!pattern$).*$", "pattern"));
+        assert!(!matches("^(?![iI][oO]broker)", "iObroker.x"));
+        assert!(matches("^(?![iI][oO]broker)", "adapter"));
+        assert!(matches("^(?=.*[0-9])[a-z0-9]+$", "abc1"));
+        assert!(!matches("^(?=.*[0-9])[a-z0-9]+$", "abc"));
+    }
+
+    #[test]
     fn unsupported_constructs_are_errors() {
-        for p in [r"(?=a)", r"(?!a)", r"(?<=a)b", r"\bfoo", r"(a)\1", r"(?<n>a)\k<n>"] {
+        for p in [
+            r"a(?=a)",
+            r"x(?!a)",
+            r"(?<=a)b",
+            r"\bfoo",
+            r"(a)\1",
+            r"(?<n>a)\k<n>",
+        ] {
             let e = parse(p).expect_err(p);
             assert!(e.unsupported, "{p}");
         }

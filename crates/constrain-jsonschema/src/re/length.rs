@@ -16,7 +16,10 @@ pub(crate) fn restrict_length(re: &Re, min: u64, max: Option<u64>) -> Option<Re>
     }
     match re {
         Re::Alt(parts) => Some(Re::alt(
-            parts.iter().map(|p| restrict_length(p, min, max)).collect::<Option<Vec<_>>>()?,
+            parts
+                .iter()
+                .map(|p| restrict_length(p, min, max))
+                .collect::<Option<Vec<_>>>()?,
         )),
         Re::Concat(parts) => {
             let mut variable = None;
@@ -44,7 +47,11 @@ pub(crate) fn restrict_length(re: &Re, min: u64, max: Option<u64>) -> Option<Re>
             v[i] = inner;
             Some(Re::concat(v))
         }
-        Re::Repeat { re: inner, min: rmin, max: rmax } => {
+        Re::Repeat {
+            re: inner,
+            min: rmin,
+            max: rmax,
+        } => {
             let (a, b) = inner.length_bounds();
             if Some(a) == b && a > 0 {
                 let lo_n = min.div_ceil(a).max(u64::from(*rmin));
@@ -53,10 +60,7 @@ pub(crate) fn restrict_length(re: &Re, min: u64, max: Option<u64>) -> Option<Re>
                     (x, y) => x.or(y),
                 };
                 let lo_n = u32::try_from(lo_n).ok()?;
-                let hi_n = match hi_n {
-                    Some(h) => Some(u32::try_from(h).unwrap_or(u32::MAX)),
-                    None => None,
-                };
+                let hi_n = hi_n.map(|h| u32::try_from(h).unwrap_or(u32::MAX));
                 return Some(Re::repeat((**inner).clone(), lo_n, hi_n));
             }
             if *rmax == Some(1) {
@@ -97,7 +101,9 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
             // that can grow, leftovers handed on.
             let mut his: Vec<u64> = bounds.iter().map(|b| b.0).collect();
             let mut budget = max - base;
-            let mut growable: Vec<usize> = (0..parts.len()).filter(|&i| bounds[i].1 != Some(bounds[i].0)).collect();
+            let mut growable: Vec<usize> = (0..parts.len())
+                .filter(|&i| bounds[i].1 != Some(bounds[i].0))
+                .collect();
             while budget > 0 && !growable.is_empty() {
                 let share = (budget / growable.len() as u64).max(1);
                 let mut still = Vec::new();
@@ -115,20 +121,35 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
                 }
                 growable = still;
             }
-            // Lower shares: the deficit below `min` taken by the parts in order.
-            let mut los: Vec<u64> = bounds.iter().map(|b| b.0).collect();
-            let mut deficit = min.saturating_sub(base);
-            for i in 0..parts.len() {
-                let take = deficit.min(his[i] - los[i]);
-                los[i] += take;
-                deficit -= take;
-            }
-            if deficit > 0 {
+            // Lower shares: every way of spreading the deficit below `min` over the parts (a
+            // union, so no split is favoured), or the parts in order when there are too many ways.
+            let mins: Vec<u64> = bounds.iter().map(|b| b.0).collect();
+            let deficit = min.saturating_sub(base);
+            let mut splits = Vec::new();
+            spread(deficit, &mins, &his, 0, &mut mins.clone(), &mut splits);
+            if splits.is_empty() {
                 return Re::nothing();
             }
-            Re::concat(parts.iter().enumerate().map(|(i, p)| narrow_length(p, los[i], his[i])).collect())
+            Re::alt(
+                splits
+                    .iter()
+                    .map(|los| {
+                        Re::concat(
+                            parts
+                                .iter()
+                                .enumerate()
+                                .map(|(i, p)| narrow_length(p, los[i], his[i]))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            )
         }
-        Re::Repeat { re: inner, min: rmin, max: rmax } => {
+        Re::Repeat {
+            re: inner,
+            min: rmin,
+            max: rmax,
+        } => {
             let (p, q) = inner.length_bounds();
             if Some(p) == q {
                 return restrict_length(re, min, Some(max)).unwrap_or_else(Re::nothing);
@@ -136,7 +157,11 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
             let per = p.max(1);
             let mut count = (max / per).min(rmax.map_or(u64::MAX, u64::from));
             if count == 0 {
-                return if *rmin == 0 && min == 0 { Re::empty() } else { Re::nothing() };
+                return if *rmin == 0 && min == 0 {
+                    Re::empty()
+                } else {
+                    Re::nothing()
+                };
             }
             // A balanced split: about √max items of about √max characters each.
             let balanced = ((max as f64).sqrt().ceil() as u64).max(1);
@@ -151,7 +176,11 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
             if count_lo > count {
                 return Re::nothing();
             }
-            let item_lo = if count_lo == 0 || count_lo * p >= min { p } else { min.div_ceil(count_lo) };
+            let item_lo = if count_lo == 0 || count_lo * p >= min {
+                p
+            } else {
+                min.div_ceil(count_lo)
+            };
             if item_lo > item_hi {
                 return Re::nothing();
             }
@@ -161,6 +190,52 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
         }
         Re::Class(_) | Re::Literal(_) | Re::Look(_) => Re::nothing(),
     }
+}
+
+/// Most alternatives [`narrow_length`] builds to spread a length deficit over parts.
+const MAX_SPREADS: usize = 32;
+
+/// Collects into `out` the lower bounds (starting from `los`) that add `deficit` over the
+/// parts from `i` on, each part staying within `his`; past [`MAX_SPREADS`] ways, only the
+/// first-come assignment.
+fn spread(
+    deficit: u64,
+    mins: &[u64],
+    his: &[u64],
+    i: usize,
+    los: &mut Vec<u64>,
+    out: &mut Vec<Vec<u64>>,
+) {
+    if deficit == 0 {
+        out.push(los.clone());
+        return;
+    }
+    if i == los.len() {
+        return;
+    }
+    if out.len() >= MAX_SPREADS {
+        // Greedy: the remaining parts in order.
+        let mut greedy = los.clone();
+        let mut left = deficit;
+        for j in i..greedy.len() {
+            let take = left.min(his[j] - greedy[j]);
+            greedy[j] += take;
+            left -= take;
+        }
+        if left == 0 && !out.contains(&greedy) {
+            out.push(greedy);
+        }
+        return;
+    }
+    let room = his[i] - mins[i];
+    for extra in (0..=room.min(deficit)).rev() {
+        los[i] = mins[i] + extra;
+        spread(deficit - extra, mins, his, i + 1, los, out);
+        if out.len() > MAX_SPREADS {
+            break;
+        }
+    }
+    los[i] = mins[i];
 }
 
 fn within(hi: Option<u64>, max: Option<u64>) -> bool {
@@ -188,17 +263,35 @@ mod tests {
 
     #[test]
     fn fixed_parts_shift_the_bounds() {
-        let re = Re::concat(vec![Re::literal("id-"), Re::repeat(class(), 0, None), Re::literal("!")]);
+        let re = Re::concat(vec![
+            Re::literal("id-"),
+            Re::repeat(class(), 0, None),
+            Re::literal("!"),
+        ]);
         let r = restrict_length(&re, 0, Some(10)).expect("structural");
-        assert_eq!(r, Re::concat(vec![Re::literal("id-"), Re::repeat(class(), 0, Some(6)), Re::literal("!")]));
-        assert!(restrict_length(&re, 0, Some(3)).expect("structural").is_nothing());
+        assert_eq!(
+            r,
+            Re::concat(vec![
+                Re::literal("id-"),
+                Re::repeat(class(), 0, Some(6)),
+                Re::literal("!")
+            ])
+        );
+        assert!(restrict_length(&re, 0, Some(3))
+            .expect("structural")
+            .is_nothing());
     }
 
     #[test]
     fn narrowing_keeps_a_subset_within_bounds() {
         use crate::re::dfa::Dfa;
         let label = Re::repeat(class(), 1, None);
-        let email = Re::concat(vec![label.clone(), Re::repeat(Re::concat(vec![Re::literal("."), label.clone()]), 0, None), Re::literal("@"), label]);
+        let email = Re::concat(vec![
+            label.clone(),
+            Re::repeat(Re::concat(vec![Re::literal("."), label.clone()]), 0, None),
+            Re::literal("@"),
+            label,
+        ]);
         let narrowed = narrow_length(&email, 3, 20);
         let (lo, hi) = narrowed.length_bounds();
         assert!(lo >= 3 && hi.is_some_and(|h| h <= 20), "{lo} {hi:?}");
@@ -209,10 +302,18 @@ mod tests {
 
     #[test]
     fn optional_groups_and_alternatives() {
-        let re = Re::repeat(Re::concat(vec![class(), Re::repeat(class(), 0, None)]), 0, Some(1));
+        let re = Re::repeat(
+            Re::concat(vec![class(), Re::repeat(class(), 0, None)]),
+            0,
+            Some(1),
+        );
         let r = restrict_length(&re, 0, Some(4)).expect("structural");
         assert_eq!(r.length_bounds(), (0, Some(4)));
-        let two_vars = Re::concat(vec![Re::repeat(class(), 0, None), Re::literal("@"), Re::repeat(class(), 0, None)]);
+        let two_vars = Re::concat(vec![
+            Re::repeat(class(), 0, None),
+            Re::literal("@"),
+            Re::repeat(class(), 0, None),
+        ]);
         assert!(restrict_length(&two_vars, 0, Some(4)).is_none());
     }
 }

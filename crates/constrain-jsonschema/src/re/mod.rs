@@ -36,7 +36,11 @@ pub(crate) enum Re {
     /// Alternation; no alternatives matches nothing.
     Alt(Vec<Re>),
     /// `min..=max` repetitions (`None`: unbounded).
-    Repeat { re: Box<Re>, min: u32, max: Option<u32> },
+    Repeat {
+        re: Box<Re>,
+        min: u32,
+        max: Option<u32>,
+    },
     /// An assertion; only inside patterns, removed by anchoring.
     Look(Look),
 }
@@ -113,6 +117,7 @@ impl Re {
     /// removed and single characters merged into one class.
     pub(crate) fn alt(alternatives: Vec<Re>) -> Re {
         let mut out: Vec<Re> = Vec::with_capacity(alternatives.len());
+        let mut seen: rustc_hash::FxHashSet<Re> = rustc_hash::FxHashSet::default();
         let mut chars = CharSet::empty();
         let mut have_chars = false;
         let mut flat = Vec::with_capacity(alternatives.len());
@@ -142,7 +147,7 @@ impl Re {
                 }
                 _ => {}
             }
-            if !out.contains(&a) {
+            if seen.insert(a.clone()) {
                 out.push(a);
             }
         }
@@ -182,7 +187,11 @@ impl Re {
         if min == 1 && max == Some(1) {
             return re;
         }
-        Re::Repeat { re: Box::new(re), min, max }
+        Re::Repeat {
+            re: Box::new(re),
+            min,
+            max,
+        }
     }
 
     pub(crate) fn optional(self) -> Re {
@@ -201,7 +210,10 @@ impl Re {
             Re::Look(_) => (0, Some(0)),
             Re::Concat(parts) => parts.iter().fold((0, Some(0)), |(lo, hi), p| {
                 let (a, b) = p.length_bounds();
-                (lo.saturating_add(a), hi.zip(b).map(|(x, y)| x.saturating_add(y)))
+                (
+                    lo.saturating_add(a),
+                    hi.zip(b).map(|(x, y)| x.saturating_add(y)),
+                )
             }),
             Re::Alt(parts) => {
                 if parts.is_empty() {
@@ -242,7 +254,9 @@ impl Re {
                 return true;
             }
             match re {
-                Re::Concat(parts) | Re::Alt(parts) => stack.extend(parts.iter().map(|p| (p, d + 1))),
+                Re::Concat(parts) | Re::Alt(parts) => {
+                    stack.extend(parts.iter().map(|p| (p, d + 1)))
+                }
                 Re::Repeat { re, .. } => stack.push((re, d + 1)),
                 _ => {}
             }
@@ -285,10 +299,29 @@ impl Re {
     }
 }
 
+impl Re {
+    /// The same language as a grammar expression; counted repetitions stay grammar
+    /// repetitions (see [`crate::json_text::encode_expr`]).
+    pub(crate) fn to_expr(&self) -> constrain_engine::Expr {
+        use constrain_engine::Expr;
+        match self {
+            Re::Concat(parts) => Expr::seq(parts.iter().map(Re::to_expr).collect()),
+            Re::Alt(parts) => Expr::alt(parts.iter().map(Re::to_expr).collect()),
+            Re::Repeat { re, min, max } if max.is_some_and(|m| m > 1) => {
+                re.to_expr().repeat(*min, *max)
+            }
+            other => Expr::from_hir(other.to_hir()),
+        }
+    }
+}
+
 /// A `regex-syntax` Unicode class with the same members.
 pub(crate) fn unicode_class(set: &CharSet) -> ClassUnicode {
     ClassUnicode::new(set.ranges().iter().filter_map(|&(a, b)| {
-        Some(ClassUnicodeRange::new(char::from_u32(a)?, char::from_u32(b)?))
+        Some(ClassUnicodeRange::new(
+            char::from_u32(a)?,
+            char::from_u32(b)?,
+        ))
     }))
 }
 
@@ -302,7 +335,7 @@ mod tests {
         assert_eq!(r, Re::literal("abc"));
         assert!(Re::concat(vec![Re::literal("a"), Re::nothing()]).is_nothing());
         let a = Re::alt(vec![Re::literal("a"), Re::literal("b"), Re::nothing()]);
-        assert!(matches!(a, Re::Class(ref s) if s.count() == 2));
+        assert!(matches!(a, Re::Class(ref s) if s.ranges() == [(97, 98)]));
         assert_eq!(Re::repeat(Re::nothing(), 0, None), Re::empty());
         assert_eq!(Re::repeat(Re::literal("x"), 1, Some(1)), Re::literal("x"));
     }

@@ -41,9 +41,15 @@ impl Trie {
             alts.push(Re::empty());
         }
         let firsts = CharSet::from_ranges(self.children.keys().map(|&c| (c as u32, c as u32)));
-        alts.push(Re::concat(vec![Re::class(firsts.complement()), Re::any_string()]));
+        alts.push(Re::concat(vec![
+            Re::class(firsts.complement()),
+            Re::any_string(),
+        ]));
         for (c, child) in &self.children {
-            alts.push(Re::concat(vec![Re::Literal(c.to_string()), child.complement()]));
+            alts.push(Re::concat(vec![
+                Re::Literal(c.to_string()),
+                child.complement(),
+            ]));
         }
         Re::alt(alts)
     }
@@ -68,7 +74,10 @@ mod tests {
 
     #[test]
     fn set_and_complement() {
-        let words: Vec<String> = ["ab", "abc", "b", ""].iter().map(|s| s.to_string()).collect();
+        let words: Vec<String> = ["ab", "abc", "b", ""]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let set = Dfa::from_re(&Re::one_of_strings(&words)).expect("small");
         let not = Dfa::from_re(&Re::not_in(&words)).expect("small");
         for w in ["ab", "abc", "b", "", "a", "abcd", "ba", "c", "bb"] {

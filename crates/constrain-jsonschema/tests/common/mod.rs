@@ -12,9 +12,13 @@ use serde_json::Value;
 
 /// A vocabulary of every single byte (ids 0..=255) and an end-of-sequence token (256).
 pub fn byte_index() -> Arc<TokenIndex> {
-    let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> = (0..=255u8).map(|b| (u32::from(b), vec![b], TokenKind::Text)).collect();
+    let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> = (0..=255u8)
+        .map(|b| (u32::from(b), vec![b], TokenKind::Text))
+        .collect();
     tokens.push((256, b"</s>".to_vec(), TokenKind::EndOfSequence));
-    TokenIndex::new(Arc::new(Vocabulary::from_tokens(tokens).expect("byte vocabulary")))
+    TokenIndex::new(Arc::new(
+        Vocabulary::from_tokens(tokens).expect("byte vocabulary"),
+    ))
 }
 
 /// A schema compiled for the byte vocabulary.
@@ -23,9 +27,14 @@ pub struct Checked {
 }
 
 impl Checked {
-    pub fn new(index: &Arc<TokenIndex>, schema: &Value, options: &Options) -> Result<Checked, String> {
+    pub fn new(
+        index: &Arc<TokenIndex>,
+        schema: &Value,
+        options: &Options,
+    ) -> Result<Checked, String> {
         let compiled = compile(schema, options).map_err(|e| e.to_string())?;
-        let grammar = CompiledGrammar::new(&compiled.grammar, index.clone(), Limits::default()).map_err(|e| format!("engine: {e}"))?;
+        let grammar = CompiledGrammar::new(&compiled.grammar, index.clone(), Limits::default())
+            .map_err(|e| format!("engine: {e}"))?;
         Ok(Checked { grammar })
     }
 
@@ -38,7 +47,10 @@ impl Checked {
     /// Whether `value` is accepted spelled compactly and spelled like `json.dumps`
     /// (`Some(true)` both, `Some(false)` neither, `None` when the spellings disagree).
     pub fn accepts(&self, value: &Value) -> (bool, bool) {
-        (self.accepts_text(&compact(value)), self.accepts_text(&python_dumps(value)))
+        (
+            self.accepts_text(&compact(value)),
+            self.accepts_text(&python_dumps(value)),
+        )
     }
 }
 

@@ -6,6 +6,9 @@ use constrain_engine::Grammar;
 use super::Args;
 
 /// The grammar the output must follow, and how to name it in messages.
+///
+/// Without the llama.cpp backend the constraint is still checked, but never used.
+#[cfg_attr(not(feature = "llama"), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct Constraint {
     /// The grammar.
@@ -28,13 +31,19 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
             eprintln!("warning: {}: {warning}", path.display());
         }
         let description = format!("--schema {}", path.display());
-        return Ok(Some(Constraint { grammar: compiled.grammar, description }));
+        return Ok(Some(Constraint {
+            grammar: compiled.grammar,
+            description,
+        }));
     }
     if args.json {
         // The empty schema accepts every JSON value.
         let compiled = constrain_jsonschema::compile(&serde_json::json!({}), &schema_options())
             .context("compiling the grammar of JSON values")?;
-        return Ok(Some(Constraint { grammar: compiled.grammar, description: "--json".into() }));
+        return Ok(Some(Constraint {
+            grammar: compiled.grammar,
+            description: "--json".into(),
+        }));
     }
     if let Some(path) = &args.grammar {
         let text = std::fs::read_to_string(path)
@@ -42,12 +51,18 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
         let grammar = constrain_gbnf::parse(&text)
             .with_context(|| format!("parsing the grammar {}", path.display()))?;
         let description = format!("--grammar {}", path.display());
-        return Ok(Some(Constraint { grammar, description }));
+        return Ok(Some(Constraint {
+            grammar,
+            description,
+        }));
     }
     if let Some(pattern) = &args.regex {
         let grammar = Grammar::from_regex(pattern)
             .with_context(|| format!("compiling the regex {pattern:?}"))?;
-        return Ok(Some(Constraint { grammar, description: format!("--regex {pattern:?}") }));
+        return Ok(Some(Constraint {
+            grammar,
+            description: format!("--regex {pattern:?}"),
+        }));
     }
     Ok(None)
 }

@@ -3,6 +3,7 @@
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::Context;
 use constrain_engine::{Limits, Matcher};
@@ -19,25 +20,37 @@ const EXIT_INCOMPLETE: u8 = 1;
 pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Result<ExitCode> {
     let prompt = read_prompt(args.prompt.as_deref())?;
     let model_path = model_path(args.model.as_deref())?;
-    let options = LoadOptions { verbose: args.verbose, gpu_layers: gpu_layers() };
+    let options = LoadOptions {
+        verbose: args.verbose,
+        gpu_layers: gpu_layers(),
+    };
     let model = Model::load(&model_path, &options)?;
     if args.verbose {
-        eprintln!("model {} ({} tokens)", model_path.display(), model.vocabulary().len());
+        eprintln!(
+            "model {} ({} tokens)",
+            model_path.display(),
+            model.vocabulary().len()
+        );
     }
 
     let matcher = match &constraint {
         Some(c) => {
             let compiled = model
                 .compile(&c.grammar, Limits::default())
-                .with_context(|| format!("compiling {} for the model's vocabulary", c.description))?;
+                .with_context(|| {
+                    format!("compiling {} for the model's vocabulary", c.description)
+                })?;
             Some(Matcher::new(compiled))
         }
         None => None,
     };
 
     let prompt_tokens = model.prompt_tokens(&prompt, args.chat)?;
-    let session_options =
-        SessionOptions { ctx_size: args.ctx_size, threads: args.threads, ..SessionOptions::default() };
+    let session_options = SessionOptions {
+        ctx_size: args.ctx_size,
+        threads: args.threads,
+        ..SessionOptions::default()
+    };
     let mut session = Session::new(&model, &session_options)?;
     let sampling = sampler_config(&args);
     let seed = args.seed.unwrap_or_else(random_seed);
@@ -45,12 +58,6 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         eprintln!("prompt {} tokens, seed {seed}", prompt_tokens.len());
     }
 
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let mut sink = |bytes: &[u8]| {
-        out.write_all(bytes)?;
-        out.flush()
-    };
     let request = Request {
         prompt: &prompt_tokens,
         constraint: matcher,
@@ -58,29 +65,51 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         seed,
         max_tokens: args.max_tokens,
     };
-    let generation = session.generate(request, &mut sink)?;
-    drop(sink);
-    drop(out);
+    // Stdout holds the generated text only, written as each token is chosen.
+    let generation = {
+        let mut out = io::stdout().lock();
+        let mut sink = |bytes: &[u8]| {
+            out.write_all(bytes)?;
+            out.flush()
+        };
+        session.generate(request, &mut sink)?
+    };
 
     let stats = &generation.stats;
     let complete = stats.stop_reason.is_complete();
     if !complete {
         eprintln!();
-        eprintln!("error: the output is incomplete: {}", incomplete_reason(stats.stop_reason, &args));
+        eprintln!(
+            "error: the output is incomplete: {}",
+            incomplete_reason(stats.stop_reason, &args)
+        );
     }
     if args.stats {
-        eprintln!("{}", serde_json::to_string(stats).context("writing the stats line")?);
+        eprintln!(
+            "{}",
+            serde_json::to_string(stats).context("writing the stats line")?
+        );
     }
-    Ok(if complete { ExitCode::SUCCESS } else { ExitCode::from(EXIT_INCOMPLETE) })
+    Ok(if complete {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_INCOMPLETE)
+    })
 }
 
 fn incomplete_reason(reason: StopReason, args: &Args) -> String {
     match reason {
         StopReason::MaxTokens => {
-            format!("generation reached --max-tokens {} before the end", args.max_tokens)
+            format!(
+                "generation reached --max-tokens {} before the end",
+                args.max_tokens
+            )
         }
         StopReason::ContextFull => {
-            format!("the context of {} tokens is full (--ctx-size)", args.ctx_size)
+            format!(
+                "the context of {} tokens is full (--ctx-size)",
+                args.ctx_size
+            )
         }
         StopReason::GrammarFinished | StopReason::EndOfSequence => "it ended".into(),
     }
@@ -94,7 +123,9 @@ fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
         ),
         Some("-") => {
             let mut text = String::new();
-            io::stdin().read_to_string(&mut text).context("reading the prompt from stdin")?;
+            io::stdin()
+                .read_to_string(&mut text)
+                .context("reading the prompt from stdin")?;
             if text.ends_with('\n') {
                 text.pop();
                 if text.ends_with('\r') {
@@ -110,7 +141,11 @@ fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
 /// `--model`, or the cached default model with instructions when it is missing.
 fn model_path(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(path) = arg {
-        anyhow::ensure!(path.is_file(), "the model file {} does not exist", path.display());
+        anyhow::ensure!(
+            path.is_file(),
+            "the model file {} does not exist",
+            path.display()
+        );
         return Ok(path.to_path_buf());
     }
     let path = model_store::cached_model_path(&DEFAULT_MODEL)?;

@@ -242,7 +242,8 @@ fn print_token_mismatches(pairs: &[(&SchemaRecord, &SchemaRecord)], list: usize)
         .filter(|(a, o)| a.status == "pass" && o.status == "pass" && a.tokens != o.tokens)
         .collect();
     println!(
-        "\n== Both pass with different token counts (instance text or tokenization differs): {}",
+        "\n== Both pass with different token counts (the instance text or its tokens differ, or an \
+         invalid instance is rejected at another token): {}",
         mismatched.len()
     );
     for (a, o) in mismatched.iter().take(list) {
@@ -254,7 +255,9 @@ fn print_token_mismatches(pairs: &[(&SchemaRecord, &SchemaRecord)], list: usize)
 }
 
 fn print_largest_gaps(pairs: &[(&SchemaRecord, &SchemaRecord)], list: usize) {
-    let compiled = |r: &SchemaRecord| r.status != "compile_error" && r.status != "load_error";
+    let compiled = |r: &SchemaRecord| {
+        r.status != "compile_error" && r.status != "load_error" && r.status != "crash"
+    };
     let both: Vec<_> = pairs
         .iter()
         .filter(|(a, o)| compiled(a) && compiled(o))
@@ -273,6 +276,7 @@ fn print_largest_gaps(pairs: &[(&SchemaRecord, &SchemaRecord)], list: usize) {
     }
     let mut max_mask: Vec<_> = both
         .iter()
+        .filter(|(a, o)| a.tokens > 0 && o.tokens > 0)
         .map(|(a, o)| (o.max_mask_us / a.max_mask_us.max(1.0), a, o))
         .collect();
     max_mask.sort_by(|x, y| y.0.total_cmp(&x.0));

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.data.display()
     );
 
-    let mut summary = Summary {
+    let summary = Summary {
         engine: concat!("constrain ", env!("CARGO_PKG_VERSION")).to_string(),
         tokenizer: args
             .tokenizer_name
@@ -90,14 +90,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let jsonl_path = with_suffix(&args.out, ".jsonl");
     let json_path = with_suffix(&args.out, ".json");
-    let mut jsonl = BufWriter::new(
+    let jsonl = BufWriter::new(
         File::create(&jsonl_path).with_context(|| format!("creating {}", jsonl_path.display()))?,
     );
+    let mut results = Results {
+        summary,
+        jsonl,
+        ttfm_ns: Vec::new(),
+        tbm_ns: Vec::new(),
+        slow: Vec::new(),
+    };
 
     let progress = progress_bar(files.len());
-    let mut ttfm_ns = Vec::with_capacity(files.len());
-    let mut tbm_ns = Vec::new();
-    let mut slow = Vec::new();
     // One thread measures; it is a separate thread only to get a large stack.
     let measured = std::thread::scope(|scope| {
         std::thread::Builder::new()
@@ -113,21 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         Ok(file) => bench.run(&file),
                         Err(message) => runner::SchemaRun::load_error(&id, message),
                     };
-                    if let Some(ns) = run.ttfm_ns {
-                        ttfm_ns.push(ns);
-                        if Duration::from_nanos(ns) > SLOW_COMPILE {
-                            let secs = ns as f64 / 1e9;
-                            progress
-                                .suspend(|| eprintln!("slow: {id}: first mask after {secs:.2} s"));
-                            slow.push((id.clone(), ns));
-                        }
-                    }
-                    tbm_ns.extend_from_slice(&run.tbm_ns);
-                    summary.count(&run.record);
-                    serde_json::to_writer(&mut jsonl, &run.record)?;
-                    jsonl.write_all(b"\n")?;
-                    progress.set_prefix(format!("{} pass", summary.passing));
-                    progress.inc(1);
+                    results.add(run, &progress)?;
                 }
                 Ok(started.elapsed())
             })
@@ -138,17 +128,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(result) => result?,
         Err(_) => anyhow::bail!("the benchmark thread panicked outside a schema"),
     };
-    jsonl.flush()?;
+    results.jsonl.flush()?;
 
+    let mut summary = results.summary;
     summary.wall_s = wall.as_secs_f64();
-    summary.ttfm_us = Distribution::from_nanos(&mut ttfm_ns);
-    summary.tbm_us = Distribution::from_nanos(&mut tbm_ns);
+    summary.ttfm_us = Distribution::from_nanos(&mut results.ttfm_ns);
+    summary.tbm_us = Distribution::from_nanos(&mut results.tbm_ns);
     let text = serde_json::to_string_pretty(&summary)?;
     std::fs::write(&json_path, text + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
 
     print_summary(&summary);
-    for (id, ns) in &slow {
+    for (id, ns) in &results.slow {
         println!(
             "slow compile: {id} ({:.2} s to first mask)",
             *ns as f64 / 1e9
@@ -161,6 +152,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What the run collects: counts, one record line per schema, and every timing sample.
+struct Results {
+    summary: Summary,
+    jsonl: BufWriter<File>,
+    ttfm_ns: Vec<u64>,
+    tbm_ns: Vec<u64>,
+    /// Schemas whose first mask took longer than [`SLOW_COMPILE`].
+    slow: Vec<(String, u64)>,
+}
+
+impl Results {
+    fn add(&mut self, run: runner::SchemaRun, progress: &ProgressBar) -> anyhow::Result<()> {
+        if let Some(ns) = run.ttfm_ns {
+            self.ttfm_ns.push(ns);
+            if Duration::from_nanos(ns) > SLOW_COMPILE {
+                let (id, secs) = (&run.record.id, ns as f64 / 1e9);
+                progress.suspend(|| eprintln!("slow: {id}: first mask after {secs:.2} s"));
+                self.slow.push((id.clone(), ns));
+            }
+        }
+        self.tbm_ns.extend_from_slice(&run.tbm_ns);
+        self.summary.count(&run.record);
+        serde_json::to_writer(&mut self.jsonl, &run.record)?;
+        self.jsonl.write_all(b"\n")?;
+        progress.set_prefix(format!("{} pass", self.summary.passing));
+        progress.inc(1);
+        Ok(())
+    }
 }
 
 fn progress_bar(len: usize) -> ProgressBar {

@@ -138,7 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "FAIL {id} document #{}: {}",
             failure.document, failure.problem
         );
-        println!("     {}", failure.text);
+        println!("     {:?}", failure.text);
     }
     println!(
         "{} schemas: {} checked, {} not compiled, {} without a reference validator",

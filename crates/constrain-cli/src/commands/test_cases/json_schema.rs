@@ -361,6 +361,54 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_runs_every_case_file_and_counts_instances() {
+        let dir = std::env::temp_dir()
+            .join(format!("constrain-suite-{}", std::process::id()))
+            .join("draft2020-12");
+        std::fs::create_dir_all(&dir).unwrap();
+        let suite = json!([{
+            "description": "integers",
+            "schema": {"type": "integer", "maximum": 5},
+            "tests": [
+                {"description": "in range", "data": 3, "valid": true},
+                {"description": "too big", "data": 6, "valid": false},
+                {"description": "a string", "data": "3", "valid": false}
+            ]
+        }, {
+            "description": "objects",
+            "schema": {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]},
+            "tests": [
+                {"description": "present", "data": {"a": true}, "valid": true},
+                {"description": "missing", "data": {}, "valid": false}
+            ]
+        }]);
+        let strings = json!([{"id": "enum", "schema": {"enum": ["x", 1]}, "passing": ["\"x\"", "1"], "failing": ["2"]}]);
+        let grammar = json!([{"id": "g", "grammar": "root ::= \"a\"", "passing": ["a"]}]);
+        std::fs::write(dir.join("a.json"), suite.to_string()).unwrap();
+        std::fs::write(dir.join("b.json"), strings.to_string()).unwrap();
+        std::fs::write(dir.join("c.json"), grammar.to_string()).unwrap();
+
+        let checker = Checker::bytes_only().unwrap();
+        let mut report = Report::default();
+        run_directory(&dir, &checker, &mut report).unwrap();
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+        assert_eq!(report.failed(), 0);
+
+        let mut report = Report::default();
+        let tally = run_cases("a.json", &suite, None, &checker, &mut report).unwrap();
+        assert_eq!((tally.instances, tally.failed), (5, 0));
+        let tally = run_cases("b.json", &strings, None, &checker, &mut report).unwrap();
+        assert_eq!((tally.instances, tally.failed), (3, 0));
+        // A wrong expectation fails its instance, once however many layouts fail.
+        let wrong = json!([{"description": "d", "schema": {"type": "object"}, "tests": [
+            {"description": "an object said to be invalid", "data": {"a": 1}, "valid": false}
+        ]}]);
+        let tally = run_cases("w.json", &wrong, None, &checker, &mut report).unwrap();
+        assert_eq!((tally.instances, tally.failed), (1, 1));
+        assert_eq!(report.failed(), 2, "compact and spaced both fail");
+    }
+
+    #[test]
     fn hex_strings_decode_to_bytes() {
         assert_eq!(decode_hex("22ff00").unwrap(), vec![0x22, 0xff, 0x00]);
         assert!(decode_hex("2").is_err());
