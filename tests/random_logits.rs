@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use constrain::{Constraint, ConstrainedSampler, SamplerConfig, StopReason, TokenIndex, Tokenizer};
+use constrain::{ConstrainedSampler, Constraint, SamplerConfig, StopReason, TokenIndex, Tokenizer};
 use serde_json::json;
 
 fn schemas() -> Vec<(&'static str, serde_json::Value)> {
@@ -81,21 +81,35 @@ fn random_model(seed: u64, width: usize) -> impl FnMut(&[u32]) -> Vec<f32> {
 
 #[test]
 fn random_logits_always_give_valid_documents() {
-    let tokenizer = Tokenizer::from_file(constrain_testdata::fixture_tokenizer()).expect("fixture tokenizer");
+    let tokenizer =
+        Tokenizer::from_file(constrain_testdata::fixture_tokenizer()).expect("fixture tokenizer");
     let vocab = tokenizer.vocabulary().clone();
     let index = TokenIndex::new(Arc::clone(&vocab));
-    let config = SamplerConfig { temperature: 1.5, ..SamplerConfig::default() };
+    let config = SamplerConfig {
+        temperature: 1.5,
+        ..SamplerConfig::default()
+    };
     for (name, schema) in schemas() {
-        let grammar = Constraint::JsonSchema(schema.clone()).compile(index.clone()).expect("schema compiles");
+        let grammar = Constraint::JsonSchema(schema.clone())
+            .compile(index.clone())
+            .expect("schema compiles");
         for seed in 0..8u64 {
-            let mut sampler = ConstrainedSampler::new(grammar.clone(), config.clone(), seed).expect("sampler");
+            let mut sampler =
+                ConstrainedSampler::new(grammar.clone(), config.clone(), seed).expect("sampler");
             let mut model = random_model(seed + 1, vocab.logits_width());
             let out = sampler.generate(&mut model, 400).expect("generation runs");
             let text = String::from_utf8(out.bytes).expect("UTF-8 output");
-            assert_eq!(out.stop, StopReason::Complete, "{name}, seed {seed}: incomplete after 400 tokens: {text}");
-            let value: serde_json::Value =
-                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}, seed {seed}: not JSON ({e}): {text}"));
-            assert!(jsonschema::is_valid(&schema, &value), "{name}, seed {seed}: invalid: {text}");
+            assert_eq!(
+                out.stop,
+                StopReason::Complete,
+                "{name}, seed {seed}: incomplete after 400 tokens: {text}"
+            );
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{name}, seed {seed}: not JSON ({e}): {text}"));
+            assert!(
+                jsonschema::is_valid(&schema, &value),
+                "{name}, seed {seed}: invalid: {text}"
+            );
         }
     }
 }

@@ -36,6 +36,10 @@ enum Command {
 enum BenchCommand {
     /// Token-mask benchmark over a directory of JSON Schemas with test instances (MaskBench).
     Maskbench(commands::maskbench::Args),
+    /// Two MaskBench results side by side, schema by schema (ours against a reference).
+    MaskbenchCompare(commands::maskbench::compare::Args),
+    /// Soundness: random documents drawn through the masks of every schema must validate.
+    Soundness(commands::maskbench::soundness::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::TestCases(args)) => commands::test_cases::run(args),
         Some(Command::Bench(BenchCommand::Maskbench(args))) => commands::maskbench::run(args),
+        Some(Command::Bench(BenchCommand::MaskbenchCompare(args))) => {
+            commands::maskbench::compare::run(args)
+        }
+        Some(Command::Bench(BenchCommand::Soundness(args))) => {
+            commands::maskbench::soundness::run(args)
+        }
         Some(Command::Funnel(args)) => commands::funnel::run(args),
         Some(Command::FetchModel(args)) => commands::fetch_model::run(args),
         None => commands::generate::run(cli.generate),

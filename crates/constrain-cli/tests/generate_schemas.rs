@@ -6,8 +6,8 @@
 mod generate_support;
 
 use generate_support::{
-    complete, constrain, generation_args, json_validates, model_available, one_line_json,
-    read_schema, sampling_cases, schema_files, schema_prompt, validator,
+    complete, constrain, generation_args, json_validates, model_available, read_schema,
+    sampling_cases, schema_files, schema_prompt, validator,
 };
 
 /// Runs every sampling case for one schema and fails with all bad runs listed.
@@ -54,7 +54,7 @@ fn every_schema_has_a_test_and_valid_examples() {
         let schema = read_schema(file);
         let validator = validator(&schema);
         for example in schema["examples"].as_array().unwrap() {
-            let text = one_line_json(example);
+            let text = constrain_jsonschema::Separators::python().write(example);
             assert_eq!(
                 json_validates(&validator, text.as_bytes()),
                 Ok(()),

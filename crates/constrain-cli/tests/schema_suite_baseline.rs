@@ -67,7 +67,6 @@ fn run_file(path: &Path) -> FileResult {
 }
 
 #[test]
-#[ignore = "open: 10 format.json instances regressed against the committed baseline"]
 fn draft2020_12_suite_does_not_regress() {
     let Some(shared) =
         constrain_testdata::require_shared_or_skip("draft2020_12_suite_does_not_regress")

@@ -293,9 +293,9 @@ fn byte_classes(nfas: &[NFA]) -> ([u8; 256], Vec<u8>) {
     let mut boundary = [false; 256];
     for nfa in nfas {
         let classes = nfa.byte_classes();
-        for b in 1..256 {
+        for (b, edge) in boundary.iter_mut().enumerate().skip(1) {
             if classes.get(b as u8) != classes.get(b as u8 - 1) {
-                boundary[b] = true;
+                *edge = true;
             }
         }
     }

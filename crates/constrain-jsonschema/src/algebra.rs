@@ -6,7 +6,9 @@ use std::rc::Rc;
 
 use crate::ctx::{Ctx, Fail, MAX_BRANCHES};
 use crate::error::{SchemaError, WarningKind};
-use crate::ir::{ArraySet, Contains, Exists, KeyRule, KeySet, Lit, Node, NumberSet, ObjectSet, StringSet, Typed};
+use crate::ir::{
+    ArraySet, Contains, Exists, KeyRule, KeySet, Lit, Node, NumberSet, ObjectSet, StringSet, Typed,
+};
 use crate::number::{compare, number_re, Bound, Decimal, Kind};
 use crate::re::{dfa, Re};
 
@@ -102,7 +104,7 @@ impl Ctx<'_> {
                 Ok(if kept.is_empty() {
                     Node::Nothing
                 } else {
-                    Node::Const(kept.into())
+                    Node::Const(crate::ir::Shared::new(kept))
                 })
             }
             (Node::AnyOf(xs), Node::AnyOf(ys)) => {
@@ -214,6 +216,10 @@ impl Ctx<'_> {
         push_unique(&mut names, &b.names);
         let mut some = a.some.clone();
         push_unique(&mut some, &b.some);
+        let mut evaluated = a.evaluated.clone();
+        push_unique(&mut evaluated.names, &b.evaluated.names);
+        push_unique(&mut evaluated.langs, &b.evaluated.langs);
+        evaluated.all |= b.evaluated.all;
         let set = ObjectSet {
             props,
             rules,
@@ -222,6 +228,8 @@ impl Ctx<'_> {
             max: opt_min(a.max, b.max),
             names,
             some,
+            evaluated,
+            approximate: a.approximate || b.approximate,
         };
         self.normalize_object(set, pointer)
     }
@@ -397,7 +405,18 @@ impl Ctx<'_> {
                     }
                 }
                 if let Some(s) = &t.string {
-                    if !string_set_empty(s) {
+                    // Subset languages prove nothing: their supersets do.
+                    let langs = s
+                        .langs
+                        .iter()
+                        .map(|l| {
+                            self.subset_langs
+                                .get(l)
+                                .cloned()
+                                .unwrap_or_else(|| l.clone())
+                        })
+                        .collect();
+                    if !string_set_empty(&StringSet { langs, ..s.clone() }) {
                         return false;
                     }
                 }
@@ -456,7 +475,11 @@ impl Ctx<'_> {
 
     fn complement_typed(&mut self, t: &Typed, pointer: &str) -> Result<Node, SchemaError> {
         let mut parts = Vec::new();
-        let mut full = Typed { null: !t.null, boolean: !t.boolean, ..Typed::default() };
+        let mut full = Typed {
+            null: !t.null,
+            boolean: !t.boolean,
+            ..Typed::default()
+        };
         match &t.number {
             None => full.number = Some(NumberSet::default()),
             Some(n) => {
@@ -566,6 +589,9 @@ impl Ctx<'_> {
             });
         }
         for l in &s.langs {
+            if self.subset_langs.contains_key(l) {
+                return Err(self.unsupported_not(pointer, "a format enforced on a subset of its strings (date-time, time, email, hostname)"));
+            }
             let c = dfa::complement(l).map_err(|e| SchemaError::Unsupported {
                 keyword: "not".into(),
                 pointer: crate::ctx::pointer_or_root(pointer),
@@ -656,6 +682,12 @@ impl Ctx<'_> {
         o: &ObjectSet,
         pointer: &str,
     ) -> Result<Vec<ObjectSet>, SchemaError> {
+        if o.approximate {
+            return Err(self.unsupported_not(
+                pointer,
+                "an object whose unevaluatedProperties depend on which anyOf branches match",
+            ));
+        }
         let mut out = Vec::new();
         let declared: Vec<String> = o.props.iter().map(|(k, _)| k.clone()).collect();
         // A rule is broken by an undeclared key of its set with a value outside its schema.
@@ -664,7 +696,9 @@ impl Ctx<'_> {
                 continue;
             }
             let keys = match &rule.keys {
-                KeySet::Lang(re) => dfa::difference(&[(**re).clone()], &[Re::one_of_strings(&declared)]),
+                KeySet::Lang(re) => {
+                    dfa::difference(&[(**re).clone()], &[Re::one_of_strings(&declared)])
+                }
                 KeySet::Other { names, langs } => {
                     let mut excluded: Vec<Re> = langs.iter().map(|l| (**l).clone()).collect();
                     let mut all_names = declared.clone();
@@ -673,13 +707,21 @@ impl Ctx<'_> {
                     dfa::difference(&[], &excluded)
                 }
             };
-            let keys = keys.and_then(|d| d.to_re()).map_err(|e| SchemaError::Unsupported {
-                keyword: "not".into(),
-                pointer: crate::ctx::pointer_or_root(pointer),
-                reason: format!("complement of additionalProperties/patternProperties: {e}"),
-            })?;
+            let keys = keys
+                .and_then(|d| d.to_re())
+                .map_err(|e| SchemaError::Unsupported {
+                    keyword: "not".into(),
+                    pointer: crate::ctx::pointer_or_root(pointer),
+                    reason: format!("complement of additionalProperties/patternProperties: {e}"),
+                })?;
             let value = self.complement(&rule.value, pointer)?;
-            out.push(ObjectSet { some: vec![Exists { keys: Rc::new(keys), value }], ..ObjectSet::default() });
+            out.push(ObjectSet {
+                some: vec![Exists {
+                    keys: Rc::new(keys),
+                    value,
+                }],
+                ..ObjectSet::default()
+            });
         }
         // propertyNames is broken by any key outside its language.
         for names in &o.names {
@@ -688,12 +730,24 @@ impl Ctx<'_> {
                 pointer: crate::ctx::pointer_or_root(pointer),
                 reason: format!("complement of propertyNames: {e}"),
             })?;
-            out.push(ObjectSet { some: vec![Exists { keys: Rc::new(keys), value: Node::Any }], ..ObjectSet::default() });
+            out.push(ObjectSet {
+                some: vec![Exists {
+                    keys: Rc::new(keys),
+                    value: Node::Any,
+                }],
+                ..ObjectSet::default()
+            });
         }
         // A required member is broken when every member avoids it.
         for e in &o.some {
             let value = self.complement(&e.value, pointer)?;
-            out.push(ObjectSet { rules: vec![KeyRule { keys: KeySet::Lang(e.keys.clone()), value }], ..ObjectSet::default() });
+            out.push(ObjectSet {
+                rules: vec![KeyRule {
+                    keys: KeySet::Lang(e.keys.clone()),
+                    value,
+                }],
+                ..ObjectSet::default()
+            });
         }
         for k in &o.required {
             out.push(ObjectSet {

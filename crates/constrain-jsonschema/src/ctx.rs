@@ -18,7 +18,7 @@ pub(crate) const MAX_DEFS: usize = 20_000;
 /// Most alternatives produced by distributing an intersection over unions.
 pub(crate) const MAX_BRANCHES: usize = 512;
 /// Work budget of the set algebra (intersections, complements, emptiness checks).
-pub(crate) const FUEL: u64 = 2_000_000;
+pub(crate) const FUEL: u64 = 100_000;
 
 /// Where a shared definition's body comes from.
 #[derive(Clone, Debug)]
@@ -72,6 +72,9 @@ pub(crate) struct Ctx<'a> {
     meet_memo: FxHashMap<(Node, Node), DefId>,
     not_memo: FxHashMap<Node, DefId>,
     matchers: FxHashMap<Rc<Re>, regex_automata::meta::Regex>,
+    /// Languages enforced on a subset (some formats), each with a superset of the exact
+    /// language: their complement cannot be taken, and only the superset proves emptiness.
+    pub(crate) subset_langs: FxHashMap<Rc<Re>, Rc<Re>>,
     pub(crate) warnings: Vec<Warning>,
     fuel: u64,
     /// The definition whose body is being computed, innermost last.
@@ -88,6 +91,7 @@ impl<'a> Ctx<'a> {
             meet_memo: FxHashMap::default(),
             not_memo: FxHashMap::default(),
             matchers: FxHashMap::default(),
+            subset_langs: FxHashMap::default(),
             warnings: Vec::new(),
             fuel: FUEL,
             stack: Vec::new(),
@@ -147,11 +151,10 @@ impl<'a> Ctx<'a> {
         b: Node,
         pointer: &str,
     ) -> Result<DefId, SchemaError> {
-        let key = if format!("{a:?}") <= format!("{b:?}") {
-            (a, b)
-        } else {
-            (b, a)
-        };
+        if let Some(&id) = self.meet_memo.get(&(b.clone(), a.clone())) {
+            return Ok(id);
+        }
+        let key = (a, b);
         if let Some(&id) = self.meet_memo.get(&key) {
             return Ok(id);
         }

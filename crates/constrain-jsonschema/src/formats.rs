@@ -168,6 +168,22 @@ fn pattern(name: &str) -> Option<String> {
 /// Formats the specification defines that are not regular languages.
 pub(crate) const NOT_REGULAR: &[&str] = &["regex"];
 
+/// For the formats enforced on a subset of their language (see the module documentation), a
+/// superset: strings outside it are surely not of the format, strings between the two are
+/// undecided. The complement of such a format cannot be taken.
+pub(crate) fn superset_re(name: &str) -> Option<Re> {
+    let hm = "([01][0-9]|2[0-3]):[0-5][0-9]";
+    let time = format!("{hm}:([0-5][0-9]|60)(\\.[0-9]+)?([zZ]|[+-]{hm})");
+    let p = match name {
+        "time" => time,
+        "date-time" => format!("{}[tT]{time}", date()),
+        "email" | "idn-email" => ".+@.+".to_string(),
+        "hostname" | "idn-hostname" => "\\S+".to_string(),
+        _ => return None,
+    };
+    ecma::search_language(&format!("^(?:{p})$")).ok()
+}
+
 /// The decoded-string language of format `name`, if it is one this compiler enforces.
 pub(crate) fn format_re(name: &str) -> Option<Re> {
     let p = pattern(name)?;

@@ -4,12 +4,53 @@
 //! complement, `oneOf` a union of provably disjoint parts, so that emission only sees unions,
 //! per-type constraints and references to shared definitions.
 
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
 use serde_json::Value;
 
 use crate::number::{Bound, Decimal};
 use crate::re::Re;
+
+/// Immutable data shared between nodes, with its hash computed once: memo tables keyed by
+/// large schemas then hash in constant time, and equal pointers compare without a walk.
+#[derive(Debug)]
+pub(crate) struct Shared<T>(Rc<(u64, T)>);
+
+impl<T: Hash> Shared<T> {
+    pub(crate) fn new(value: T) -> Shared<T> {
+        let mut h = rustc_hash::FxHasher::default();
+        value.hash(&mut h);
+        Shared(Rc::new((h.finish(), value)))
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Shared<T> {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0 .1
+    }
+}
+
+impl<T: PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Shared<T>) -> bool {
+        Rc::ptr_eq(&self.0, &other.0) || (self.0 .0 == other.0 .0 && self.0 .1 == other.0 .1)
+    }
+}
+
+impl<T: Eq> Eq for Shared<T> {}
+
+impl<T> Hash for Shared<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0 .0.hash(state);
+    }
+}
 
 /// Index of a shared definition (a `$ref` target, or a combination of definitions).
 pub(crate) type DefId = usize;
@@ -24,11 +65,11 @@ pub(crate) enum Node {
     /// The values of a shared definition.
     Ref(DefId),
     /// Exactly these values (no two equal as JSON).
-    Const(Rc<[Lit]>),
+    Const(Shared<Vec<Lit>>),
     /// Values of the listed types, each type with its own constraints.
-    Typed(Rc<Typed>),
+    Typed(Shared<Typed>),
     /// Values in any of the parts.
-    AnyOf(Rc<[Node]>),
+    AnyOf(Shared<Vec<Node>>),
 }
 
 impl Node {
@@ -36,7 +77,7 @@ impl Node {
         if t.is_empty() {
             Node::Nothing
         } else {
-            Node::Typed(Rc::new(t))
+            Node::Typed(Shared::new(t))
         }
     }
 
@@ -65,7 +106,7 @@ impl Node {
         match out.len() {
             0 => Node::Nothing,
             1 => out.pop().unwrap_or(Node::Nothing),
-            _ => Node::AnyOf(out.into()),
+            _ => Node::AnyOf(Shared::new(out)),
         }
     }
 
@@ -81,7 +122,7 @@ impl Node {
         if lits.is_empty() {
             Node::Nothing
         } else {
-            Node::Const(lits.into())
+            Node::Const(Shared::new(lits))
         }
     }
 }
@@ -311,6 +352,17 @@ pub(crate) struct Exists {
     pub(crate) value: Node,
 }
 
+/// The keys an object schema's `properties`, `patternProperties` and `additionalProperties`
+/// evaluate (with those of the in-place subschemas it was combined with): what
+/// `unevaluatedProperties` leaves alone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct Evaluated {
+    pub(crate) names: Vec<String>,
+    pub(crate) langs: Vec<Rc<Re>>,
+    /// Every key (an `additionalProperties` or `unevaluatedProperties` was applied).
+    pub(crate) all: bool,
+}
+
 /// Objects: declared properties (in schema order), rules for the other keys, requirements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub(crate) struct ObjectSet {
@@ -325,6 +377,11 @@ pub(crate) struct ObjectSet {
     pub(crate) names: Vec<Rc<Re>>,
     /// Members that must exist.
     pub(crate) some: Vec<Exists>,
+    /// Keys evaluated, for `unevaluatedProperties` (not a constraint).
+    pub(crate) evaluated: Evaluated,
+    /// The set is a subset of what the schema allows (`unevaluatedProperties` over `anyOf`
+    /// branches that may both match): fine to generate from, but not to complement.
+    pub(crate) approximate: bool,
 }
 
 impl ObjectSet {

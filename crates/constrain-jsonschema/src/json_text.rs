@@ -139,8 +139,32 @@ fn alternation(mut alts: Vec<Hir>) -> Hir {
     }
 }
 
+thread_local! {
+    /// Spellings of recently encoded classes: schemas repeat the same few classes (any
+    /// character, digits, the characters after a property-name prefix...) many times.
+    static CLASS_CACHE: std::cell::RefCell<rustc_hash::FxHashMap<CharSet, Hir>> = Default::default();
+}
+
+/// Most classes kept in the cache.
+const CLASS_CACHE_SIZE: usize = 4096;
+
 /// Every spelling of one character of `set`.
 pub(crate) fn encode_class(set: &CharSet) -> Hir {
+    if let Some(hir) = CLASS_CACHE.with(|c| c.borrow().get(set).cloned()) {
+        return hir;
+    }
+    let hir = encode_class_uncached(set);
+    CLASS_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= CLASS_CACHE_SIZE {
+            c.clear();
+        }
+        c.insert(set.clone(), hir.clone());
+    });
+    hir
+}
+
+fn encode_class_uncached(set: &CharSet) -> Hir {
     let mut alts = Vec::new();
     let raw = raw_part(set);
     if !raw.is_empty() {

@@ -1,5 +1,5 @@
 //! JSON Schema front-end: compiles a schema (draft 2020-12, with the draft-07 and draft-04 forms
-//! still common in the wild) into a [`Grammar`](constrain_engine::Grammar) of the grammar core,
+//! still common in the wild) into a [`Grammar`] of the grammar core,
 //! such that every document the grammar accepts is valid against the schema and every valid
 //! document (in the layout the [`Options`] allow) is accepted.
 //!
@@ -17,23 +17,67 @@
 //! Never silent: a keyword of the JSON Schema vocabulary that cannot be enforced exactly is a
 //! [`SchemaError`] naming the keyword and its JSON pointer; [`Options::lenient`] turns it into a
 //! [`Warning`] and drops it. Keywords outside the vocabulary (vendor extensions) and unknown
-//! `format` names are annotations: accepted, and listed in [`Compiled::warnings`].
+//! `format` names are annotations: accepted, and listed in [`Compiled::warnings`]. Where a
+//! constraint is enforced more strictly than the schema says (the grammar stays sound, but some
+//! valid documents cannot be produced), a [`WarningKind::Narrowed`] warning says so.
+//!
+//! # Keywords
+//!
+//! `type`, `enum`, `const`, `properties`, `required`, `additionalProperties`,
+//! `patternProperties`, `propertyNames`, `minProperties`/`maxProperties`,
+//! `dependentRequired`/`dependentSchemas` (and draft 7 `dependencies`), `items`/`prefixItems`
+//! (and draft 7 `items` arrays with `additionalItems`), `minItems`/`maxItems`, `contains` with
+//! `minContains`/`maxContains`, `minLength`/`maxLength`, `pattern`, `format`, `minimum`,
+//! `maximum`, `exclusiveMinimum`/`exclusiveMaximum` (also draft 4's boolean form),
+//! `multipleOf`, `allOf` (intersected), `anyOf`, `oneOf`, `not`, `if`/`then`/`else`, `$ref`
+//! with `$defs`/`definitions`, `$id`, `$anchor`, JSON pointers with `~0`, `~1` and percent
+//! escapes, and recursion. `unevaluatedProperties` is exact without in-place applicators; next
+//! to them it considers one `anyOf` branch at a time (stricter when several match).
+//!
+//! `oneOf` is exact: branches that cannot overlap become a union; overlapping ones become
+//! "this branch and none of the others", which needs the complement of the others. Complements
+//! (`not`, `else`, those `oneOf`s) exist for types, literals, numeric bounds, lengths,
+//! patterns, required and forbidden properties, property schemas, `additionalProperties`,
+//! `patternProperties`, `propertyNames` and item counts; the complement of `multipleOf`,
+//! `uniqueItems` or of a `format` enforced on a subset is an error.
+//!
+//! Not supported (an error naming the keyword): `uniqueItems` unless the elements come from a
+//! small finite set (`enum`, booleans, null); `unevaluatedItems` next to in-place
+//! applicators; `$dynamicRef`/`$recursiveRef`; references outside the document; the `regex`
+//! format; look-behind, back-references and word boundaries in patterns (look-ahead right after
+//! a leading `^` is supported).
+//!
+//! # Layout
+//!
+//! By default JSON whitespace may appear between tokens, at most [`Whitespace::DEFAULT_MAX`]
+//! characters at a time, so both compact JSON and Python's `json.dumps` spelling are accepted;
+//! [`Whitespace`] and [`Separators`] fix other layouts. Declared properties appear in the
+//! order of `properties` ([`PropertyOrder::Schema`], as with other constrained-decoding
+//! engines), with undeclared keys after them; [`PropertyOrder::Any`] lifts that for small
+//! objects. Keys that only `required` names are not declared: they come after the declared
+//! ones.
 //!
 //! # Numbers
 //!
 //! Numbers are compared by value, as the specification says (`1.0` is an integer and equals
-//! `1`). Plain decimal notation is always accepted. Exponent notation (`1e2`) is accepted where
-//! the constraints allow it exactly: for unconstrained numbers and for bounds at zero (such as
-//! `minimum: 0`); integers are written without exponent. Under other bounds, `const`/`enum` and
-//! `multipleOf`, exponent forms are rejected (the grammar stays sound, but those spellings of
-//! valid values are not reachable).
+//! `1`; in draft 4 documents it is not an integer). Plain decimal notation is always
+//! accepted. Exponent notation (`1e2`) is accepted where the constraints allow it exactly: for
+//! unconstrained numbers and for bounds at zero (such as `minimum: 0`); integers are written
+//! without exponent. Under other bounds, `const`/`enum` and `multipleOf`, exponent forms are
+//! rejected (the grammar stays sound, but those spellings of valid values are not produced).
 //!
 //! # Strings
 //!
-//! Strings accept every JSON spelling of a character: raw UTF-8, the short escapes (`\"`, `\\`,
-//! `\/`, `\b`, `\f`, `\n`, `\r`, `\t`) and `\uXXXX` (surrogate pairs for characters outside the
-//! basic plane; lone surrogates are rejected). Lengths count code points; `pattern` is an
-//! ECMA-262 regular expression that must match somewhere in the string.
+//! Strings accept every JSON spelling of a character: raw UTF-8, the short escapes (`\"`,
+//! `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`) and `\uXXXX` (surrogate pairs for characters outside
+//! the basic plane; lone surrogates are rejected); only very large string `enum`s are limited
+//! to their canonical spelling. Lengths count code points; `pattern` is an ECMA-262 regular
+//! expression (with `\d`, `\w`, `\s` as ECMA defines them) that must match somewhere in the
+//! string. Formats follow their RFCs; `date-time`/`time` (leap seconds only in UTC),
+//! `email` (no quoted local parts) and `hostname` (at most 8 labels of 30 characters) are
+//! enforced on a subset. A `maxLength` above 1024 is generated as 1024, and a length bound
+//! that does not combine exactly with a pattern within the automaton budget is enforced by
+//! giving each part of the pattern a share of the length (both with a warning).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

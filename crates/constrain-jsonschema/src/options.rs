@@ -60,6 +60,50 @@ impl Separators {
             key: ": ".into(),
         }
     }
+
+    /// `value` on one line with these separators, members in their stored order: the layout a
+    /// grammar compiled with [`Whitespace::Compact`] and these separators generates (handy for
+    /// few-shot examples in a prompt).
+    ///
+    /// ```
+    /// use constrain_jsonschema::Separators;
+    /// let value = serde_json::json!({"a": [1, "x"], "b": null});
+    /// assert_eq!(Separators::python().write(&value), r#"{"a": [1, "x"], "b": null}"#);
+    /// ```
+    pub fn write(&self, value: &serde_json::Value) -> String {
+        let mut out = String::new();
+        self.write_into(value, &mut out);
+        out
+    }
+
+    fn write_into(&self, value: &serde_json::Value, out: &mut String) {
+        use serde_json::Value;
+        match value {
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(&self.item);
+                    }
+                    self.write_into(item, out);
+                }
+                out.push(']');
+            }
+            Value::Object(members) => {
+                out.push('{');
+                for (i, (key, item)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(&self.item);
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push_str(&self.key);
+                    self.write_into(item, out);
+                }
+                out.push('}');
+            }
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
 }
 
 /// What an object may contain besides the properties its schema declares, when the schema has

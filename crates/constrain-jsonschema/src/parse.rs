@@ -5,12 +5,12 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::ctx::{pointer_or_root, Ctx, MAX_SCHEMA_DEPTH};
+use crate::ctx::{pointer_or_root, Ctx, Fail, MAX_SCHEMA_DEPTH};
 use crate::document::{Draft, Location};
 use crate::error::{SchemaError, WarningKind};
 use crate::formats;
 use crate::ir::{
-    ArraySet, Contains, KeyRule, KeySet, Node, NumberSet, ObjectSet, StringSet, Typed,
+    ArraySet, Contains, Evaluated, KeyRule, KeySet, Node, NumberSet, ObjectSet, StringSet, Typed,
 };
 use crate::number::{Bound, Decimal};
 use crate::re::{ecma, Re};
@@ -210,7 +210,8 @@ impl Ctx<'_> {
         let draft = self.doc.draft;
         let mut base = base.clone();
         if let Some(id) = map.get(draft.id_keyword()).and_then(Value::as_str) {
-            let ignored = id.starts_with('#') || (draft <= Draft::Draft7 && map.contains_key("$ref"));
+            let ignored =
+                id.starts_with('#') || (draft <= Draft::Draft7 && map.contains_key("$ref"));
             if !ignored {
                 base = base.resolve(id).without_fragment();
             }
@@ -296,11 +297,130 @@ impl Ctx<'_> {
         if let Some(cond) = self.sub(map, "if", pointer, base, depth)? {
             let then = self.sub(map, "then", pointer, base, depth)?;
             let otherwise = self.sub(map, "else", pointer, base, depth)?;
-            let c = self.if_then_else(cond, then, otherwise, &child(pointer, "if"))?;
+            // `unevaluatedProperties` sees the annotations of a passing `if`: keep it even when
+            // there is no `then` or `else`.
+            let keep = map.contains_key("unevaluatedProperties");
+            let c = self.if_then_else(cond, then, otherwise, keep, &child(pointer, "if"))?;
             node = self.meet(&node, &c, pointer)?;
         }
         node = self.dependencies(node, map, pointer, base, depth, types)?;
+        if let Some(u) = map.get("unevaluatedProperties") {
+            let in_place = has_in_place_applicator(map);
+            if in_place && map.get("additionalProperties").is_none() {
+                let ptr = child(pointer, "unevaluatedProperties");
+                let u = self.parse_schema(u, &ptr, base, depth + 1)?;
+                if u != Node::Any {
+                    // Annotations of branches that simplification merged away (an `anyOf` with
+                    // a `true` branch...) are lost, which only makes the result stricter:
+                    // marked as a subset, it is never complemented.
+                    node = mark_approximate(&self.unevaluated_properties(&node, &u, &ptr, 0)?);
+                }
+            }
+        }
         Ok(node)
+    }
+
+    /// `node` with `unevaluatedProperties: u` applied to every object it allows: keys that
+    /// none of its (combined) `properties`, `patternProperties` and `additionalProperties`
+    /// evaluated must have values in `u`.
+    fn unevaluated_properties(
+        &mut self,
+        node: &Node,
+        u: &Node,
+        pointer: &str,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
+        if depth > 16 {
+            return Err(SchemaError::Unsupported {
+                keyword: "unevaluatedProperties".into(),
+                pointer: pointer_or_root(pointer),
+                reason: "references nested too deeply to collect evaluated properties".into(),
+            });
+        }
+        match node {
+            Node::Nothing => Ok(Node::Nothing),
+            Node::Any => {
+                let set = ObjectSet {
+                    rules: vec![KeyRule {
+                        keys: KeySet::Other {
+                            names: Vec::new().into(),
+                            langs: Vec::new().into(),
+                        },
+                        value: u.clone(),
+                    }],
+                    evaluated: Evaluated {
+                        all: true,
+                        ..Evaluated::default()
+                    },
+                    ..ObjectSet::default()
+                };
+                Ok(Node::typed(Typed {
+                    object: Some(set),
+                    ..Typed::all()
+                }))
+            }
+            Node::Const(_) => {
+                // Literals evaluate no property: every member must be in `u`.
+                let any = self.unevaluated_properties(&Node::Any, u, pointer, depth + 1)?;
+                self.meet(node, &any, pointer)
+            }
+            Node::AnyOf(parts) => {
+                let mut out = Vec::with_capacity(parts.len());
+                for p in parts.iter() {
+                    out.push(self.unevaluated_properties(p, u, pointer, depth)?);
+                }
+                // An instance matching several branches has the annotations of all of them;
+                // each branch alone evaluates less, so the union may only be a subset.
+                Ok(Node::any_of(out))
+            }
+            Node::Ref(_) => {
+                let body = match self.expand(node) {
+                    Ok(b) => b,
+                    Err(Fail::InProgress(_)) => {
+                        return Err(SchemaError::Unsupported {
+                            keyword: "unevaluatedProperties".into(),
+                            pointer: pointer_or_root(pointer),
+                            reason: "on a schema that refers to itself".into(),
+                        })
+                    }
+                    Err(Fail::Error(e)) => return Err(e),
+                };
+                self.unevaluated_properties(&body, u, pointer, depth + 1)
+            }
+            Node::Typed(t) => {
+                let Some(o) = &t.object else {
+                    return Ok(node.clone());
+                };
+                if o.evaluated.all {
+                    return Ok(node.clone());
+                }
+                let mut o = o.clone();
+                let names = o.evaluated.names.clone();
+                let langs = o.evaluated.langs.clone();
+                for (k, n) in o.props.iter_mut() {
+                    let mut evaluated = names.contains(k);
+                    for l in &langs {
+                        evaluated = evaluated || self.lang_matches(l, k)?;
+                    }
+                    if !evaluated {
+                        *n = self.meet(n, u, pointer)?;
+                    }
+                }
+                o.rules.push(KeyRule {
+                    keys: KeySet::Other {
+                        names: names.into(),
+                        langs: langs.into(),
+                    },
+                    value: u.clone(),
+                });
+                o.evaluated.all = true;
+                let object = self.normalize_object(o, pointer)?;
+                Ok(Node::typed(Typed {
+                    object,
+                    ..(**t).clone()
+                }))
+            }
+        }
     }
 
     /// `if`/`then`/`else`: (if ∧ then) ∪ (¬if ∧ else).
@@ -309,20 +429,25 @@ impl Ctx<'_> {
         cond: Node,
         then: Option<Node>,
         otherwise: Option<Node>,
+        keep_condition: bool,
         pointer: &str,
     ) -> Result<Node, SchemaError> {
         let then = then.unwrap_or(Node::Any);
         let otherwise = otherwise.unwrap_or(Node::Any);
-        if then == Node::Any && otherwise == Node::Any {
+        if then == Node::Any && otherwise == Node::Any && !keep_condition {
             return Ok(Node::Any);
         }
-        if then == Node::Any {
+        if then == Node::Any && !keep_condition {
             // cond ∪ (¬cond ∧ else) = cond ∪ else
             return Ok(Node::any_of(vec![cond, otherwise]));
         }
         let yes = self.meet(&cond, &then, pointer)?;
         let not_cond = match self.complement(&cond, pointer) {
             Ok(n) => n,
+            // Only kept for its annotations: without them `unevaluatedProperties` is stricter.
+            Err(SchemaError::Unsupported { .. }) if then == Node::Any && otherwise == Node::Any => {
+                return Ok(Node::Any)
+            }
             Err(SchemaError::Unsupported { reason, .. }) => {
                 self.unsupported(
                     pointer,
@@ -541,7 +666,13 @@ impl Ctx<'_> {
             };
             if self.options.assert_formats {
                 match formats::format_re(name) {
-                    Some(re) => set.langs.push(Rc::new(re)),
+                    Some(re) => {
+                        let re = Rc::new(re);
+                        if let Some(superset) = formats::superset_re(name) {
+                            self.subset_langs.insert(re.clone(), Rc::new(superset));
+                        }
+                        set.langs.push(re);
+                    }
                     None if formats::NOT_REGULAR.contains(&name) => {
                         self.unsupported(
                             &ptr,
@@ -565,27 +696,19 @@ impl Ctx<'_> {
                 limit: crate::strings::MAX_LENGTH_BOUND as usize,
             });
         }
-        if let Some(m) = set
-            .max_len
-            .filter(|&m| m > crate::strings::MAX_LENGTH_BOUND)
-        {
-            // Patterns that are shorter anyway make the bound irrelevant.
-            let pattern_max = set.langs.iter().filter_map(|l| l.length_bounds().1).min();
-            if pattern_max.is_none_or(|h| h > crate::strings::MAX_LENGTH_BOUND) {
+        let capped = crate::strings::capped(&set);
+        if let (Some(m), Some(c)) = (set.max_len, capped.max_len) {
+            if c < m {
                 self.warn(
                     &child(pointer, "maxLength"),
                     "maxLength",
                     WarningKind::Narrowed,
-                    format!(
-                        "maxLength {m} is enforced as {}: longer strings are not generated",
-                        crate::strings::MAX_LENGTH_BOUND
-                    ),
+                    format!("maxLength {m} is generated as {c}: longer strings are not produced"),
                 );
-                set.max_len = Some(crate::strings::MAX_LENGTH_BOUND);
             }
         }
         // Check now, where the keywords are, that the constraints combine.
-        match crate::strings::string_re_or_subset(&set) {
+        match crate::strings::string_re_or_subset(&capped) {
             Ok((_, false)) => {}
             Ok((_, true)) => self.warn(
                 &child(pointer, "maxLength"),
@@ -762,27 +885,10 @@ impl Ctx<'_> {
         if additional.is_none() {
             if let Some(u) = map.get("unevaluatedProperties") {
                 let ptr = child(pointer, "unevaluatedProperties");
-                let in_place = [
-                    "allOf",
-                    "anyOf",
-                    "oneOf",
-                    "not",
-                    "if",
-                    "$ref",
-                    "dependentSchemas",
-                    "dependencies",
-                ]
-                .iter()
-                .any(|k| map.contains_key(*k));
-                let n = self.parse_schema(u, &ptr, base, depth + 1)?;
-                if in_place && n != Node::Any {
-                    self.unsupported(
-                        &ptr,
-                        "unevaluatedProperties",
-                        "together with in-place applicators (allOf, anyOf, $ref...)",
-                    )?;
-                } else if !in_place {
-                    additional = Some(n);
+                let in_place = has_in_place_applicator(map);
+                // With in-place applicators, it is applied after them (see `parse_object`).
+                if !in_place {
+                    additional = Some(self.parse_schema(u, &ptr, base, depth + 1)?);
                 }
             }
         }
@@ -792,6 +898,11 @@ impl Ctx<'_> {
         {
             additional = Some(Node::Nothing);
         }
+        set.evaluated = Evaluated {
+            names: set.props.iter().map(|(k, _)| k.clone()).collect(),
+            langs: patterns.iter().map(|(re, _)| re.clone()).collect(),
+            all: additional.is_some(),
+        };
         if let Some(value) = additional {
             let names: Vec<String> = set.props.iter().map(|(k, _)| k.clone()).collect();
             let langs: Vec<Rc<Re>> = patterns.iter().map(|(re, _)| re.clone()).collect();
@@ -994,6 +1105,21 @@ impl Ctx<'_> {
     }
 }
 
+/// `node` with every object set marked as a subset of what its schema allows.
+fn mark_approximate(node: &Node) -> Node {
+    match node {
+        Node::AnyOf(parts) => Node::any_of(parts.iter().map(mark_approximate).collect()),
+        Node::Typed(t) if t.object.is_some() => {
+            let mut t = (**t).clone();
+            if let Some(o) = t.object.as_mut() {
+                o.approximate = true;
+            }
+            Node::typed(t)
+        }
+        other => other.clone(),
+    }
+}
+
 fn tighter_lo(old: Option<Bound>, new: Bound) -> Option<Bound> {
     match old {
         None => Some(new),
@@ -1006,4 +1132,20 @@ fn tighter_hi(old: Option<Bound>, new: Bound) -> Option<Bound> {
         None => Some(new),
         Some(o) => Some(crate::algebra::min_hi(o, new)),
     }
+}
+
+/// Whether `map` has an in-place applicator, whose evaluated properties
+/// `unevaluatedProperties` must see.
+fn has_in_place_applicator(map: &Map<String, Value>) -> bool {
+    const IN_PLACE: &[&str] = &[
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "$ref",
+        "dependentSchemas",
+        "dependencies",
+    ];
+    IN_PLACE.iter().any(|k| map.contains_key(*k))
 }

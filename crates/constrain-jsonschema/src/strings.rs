@@ -19,6 +19,22 @@ impl std::fmt::Display for TooLarge {
 /// proportion to its bound (about 1.5 KB of automaton per character of a JSON string).
 pub(crate) const MAX_LENGTH_BOUND: u64 = 1024;
 
+/// `set` with a `maxLength` above [`MAX_LENGTH_BOUND`] lowered to it, unless its patterns are
+/// shorter anyway: what emission spells out (a subset, so only for generating, never for
+/// complements).
+pub(crate) fn capped(set: &StringSet) -> StringSet {
+    let pattern_max = set.langs.iter().filter_map(|l| l.length_bounds().1).min();
+    match set.max_len {
+        Some(m) if m > MAX_LENGTH_BOUND && pattern_max.is_none_or(|h| h > MAX_LENGTH_BOUND) => {
+            StringSet {
+                max_len: Some(MAX_LENGTH_BOUND),
+                ..set.clone()
+            }
+        }
+        _ => set.clone(),
+    }
+}
+
 /// The strings of `set` as one expression, and whether it is only a subset (when the exact
 /// combination of length bounds and patterns is too large, see [`narrow_length`]).
 pub(crate) fn string_re_or_subset(set: &StringSet) -> Result<(Re, bool), TooLarge> {

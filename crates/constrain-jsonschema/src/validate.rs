@@ -62,6 +62,16 @@ impl Ctx<'_> {
         }
         for l in &set.langs {
             if !self.lang_matches(l, s)? {
+                // Outside a subset language but inside its superset: undecided.
+                if let Some(superset) = self.subset_langs.get(l).cloned() {
+                    if self.lang_matches(&superset, s)? {
+                        return Err(Fail::Error(crate::SchemaError::Unsupported {
+                            keyword: "format".into(),
+                            pointer: "/".into(),
+                            reason: format!("cannot decide whether the literal {s:?} is of a format enforced on a subset of its strings"),
+                        }));
+                    }
+                }
                 return Ok(false);
             }
         }

@@ -255,7 +255,6 @@ fn multiple_of() {
 }
 
 #[test]
-#[ignore = "open: pattern with minLength/maxLength rejects a valid string"]
 fn strings() {
     check(
         json!({"type": "string", "minLength": 2, "maxLength": 3}),
@@ -623,7 +622,7 @@ fn unsupported_keywords_are_errors_unless_lenient() {
     assert!(c.warnings.iter().any(
         |w| w.kind == constrain_jsonschema::WarningKind::Dropped && w.keyword == "uniqueItems"
     ));
-    let overlapping = json!({"oneOf": [{"required": ["a"]}, {"additionalProperties": false}]});
+    let overlapping = json!({"oneOf": [{"multipleOf": 3}, {"multipleOf": 5}]});
     let err = constrain_jsonschema::compile(&overlapping, &Options::default()).expect_err("oneOf");
     assert!(err.to_string().contains("oneOf"), "{err}");
     let c = constrain_jsonschema::compile(&overlapping, &lenient).expect("lenient compiles");
@@ -631,4 +630,38 @@ fn unsupported_keywords_are_errors_unless_lenient() {
         .warnings
         .iter()
         .any(|w| w.kind == constrain_jsonschema::WarningKind::OneOfAsAnyOf));
+}
+
+#[test]
+fn complements_of_open_and_closed_objects() {
+    check(
+        json!({"not": {"properties": {"a": {}}, "additionalProperties": false}}),
+        &[json!({"b": 1}), json!({"a": 1, "b": 2})],
+        &[json!({}), json!({"a": 1}), json!(3)],
+    );
+    check(
+        json!({"type": "object", "not": {"patternProperties": {"^x": {"type": "integer"}}}}),
+        &[json!({"xa": "s"}), json!({"b": 1, "xa": null})],
+        &[json!({}), json!({"xa": 1})],
+    );
+    check(
+        json!({"type": "object", "not": {"propertyNames": {"maxLength": 2}}}),
+        &[json!({"abc": 1}), json!({"a": 1, "abc": 1})],
+        &[json!({}), json!({"ab": 1})],
+    );
+    let one_of = json!({"oneOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false},
+        {"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": false}
+    ]});
+    check(
+        one_of.clone(),
+        &[json!({"a": 1}), json!({"b": 2})],
+        &[json!({}), json!({"a": 1, "b": 2}), json!({"c": 1})],
+    );
+    check_with(
+        &any_order(),
+        one_of,
+        &[json!({"a": 1}), json!({"b": 2})],
+        &[json!({}), json!({"b": 2, "a": 1})],
+    );
 }

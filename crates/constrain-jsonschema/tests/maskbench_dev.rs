@@ -20,8 +20,6 @@ fn maskbench_dev_schemas() {
     let full = std::env::var("MASKBENCH_FULL").is_ok_and(|v| v == "1");
     let verbose = std::env::var("MASKBENCH_VERBOSE").is_ok();
     let filter = std::env::var("MASKBENCH_FILTER").ok();
-    // Skips schema files above this many bytes (`MASKBENCH_MAX_BYTES`).
-    let max_bytes: Option<usize> = std::env::var("MASKBENCH_MAX_BYTES").ok().and_then(|v| v.parse().ok());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("data directory")
         .filter_map(Result::ok)

@@ -91,7 +91,7 @@ fn mutate(v: &mut Value, rng: &mut Rng, names: &[String]) {
                 0 => json!(f + 1.0),
                 1 => json!(-f),
                 2 => json!((f * 10.0).round() / 100.0),
-                _ => json!(f as i64 + 1),
+                _ => json!((f as i64).saturating_add(1)),
             };
         }
         Value::String(s) if descend => {

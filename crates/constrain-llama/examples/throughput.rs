@@ -40,7 +40,7 @@ fn parse_args() -> Result<Settings, String> {
     let mut settings = Settings {
         schemas: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas"),
         seeds: 3,
-        max_tokens: 128,
+        max_tokens: 96,
         temperature: 0.8,
         threads: None,
         model: None,
@@ -62,18 +62,31 @@ fn parse_args() -> Result<Settings, String> {
     Ok(settings)
 }
 
-/// A short prompt that invites the kind of document the schema describes.
-fn prompt_for(schema_name: &str) -> String {
-    let what = match schema_name {
-        "person" => "a person (name, age, email, languages, employed)",
-        "tool_call" => "a call to the get_weather tool for Paris",
-        "signup_form" => "a sign-up form submission",
-        "tree" => "a small tree of labelled nodes",
-        "sensor_readings" => "three sensor readings",
-        "message" => "a chat message",
-        _ => "the data",
-    };
-    format!("Here is {what} as JSON:\n")
+/// A few-shot prompt from the schema's `title` and `examples` (as the generation tests use):
+/// one line per example, then the title again for the model to continue.
+fn schema_prompt(schema: &serde_json::Value) -> Result<String, String> {
+    let title = schema["title"].as_str().ok_or("the schema has no title")?;
+    let examples = schema["examples"]
+        .as_array()
+        .ok_or("the schema has no examples")?;
+    let mut prompt = String::new();
+    for example in examples {
+        prompt.push_str(&format!(
+            "{title}: {}\n",
+            constrain_jsonschema::Separators::python().write(example)
+        ));
+    }
+    prompt.push_str(&format!("{title}: "));
+    Ok(prompt)
+}
+
+/// The layout `constrain --schema` generates: one line, `json.dumps` separators.
+fn schema_options() -> constrain_jsonschema::Options {
+    constrain_jsonschema::Options {
+        whitespace: constrain_jsonschema::Whitespace::Compact,
+        separators: Some(constrain_jsonschema::Separators::python()),
+        ..constrain_jsonschema::Options::default()
+    }
 }
 
 #[derive(Default)]
@@ -190,13 +203,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
 
         let t = Instant::now();
-        let compiled = constrain_jsonschema::compile(&schema, &Default::default())
+        let compiled = constrain_jsonschema::compile(&schema, &schema_options())
             .map_err(|e| format!("{name}: {e}"))?;
         let grammar = model.compile(&compiled.grammar, Limits::default())?;
         compile_ms.push((name.clone(), t.elapsed().as_secs_f64() * 1e3));
         let gbnf = llama_json_schema_to_gbnf(&text)?;
 
-        let prompt = model.prompt_tokens(&prompt_for(&name), false)?;
+        let prompt = model.prompt_tokens(&schema_prompt(&schema)?, false)?;
         for seed in 1..=settings.seeds {
             let request = |constraint| Request {
                 prompt: &prompt,

@@ -211,29 +211,13 @@ pub fn schema_prompt(schema: &serde_json::Value) -> String {
         .expect("every schema has examples");
     let mut prompt = String::new();
     for example in examples {
-        prompt.push_str(&format!("{title}: {}\n", one_line_json(example)));
+        prompt.push_str(&format!(
+            "{title}: {}\n",
+            constrain_jsonschema::Separators::python().write(example)
+        ));
     }
     prompt.push_str(&format!("{title}: "));
     prompt
-}
-
-/// JSON on one line with `", "` and `": "` separators: the layout generation uses.
-pub fn one_line_json(value: &serde_json::Value) -> String {
-    use serde_json::Value;
-    match value {
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(one_line_json).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(members) => {
-            let members: Vec<String> = members
-                .iter()
-                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), one_line_json(v)))
-                .collect();
-            format!("{{{}}}", members.join(", "))
-        }
-        scalar => scalar.to_string(),
-    }
 }
 
 /// A JSON Schema validator that checks formats too.

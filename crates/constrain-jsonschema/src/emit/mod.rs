@@ -20,7 +20,7 @@ use crate::ir::{DefId, Node, Typed};
 pub(crate) use layout::Layout;
 
 /// Most rules one grammar may have.
-pub(crate) const MAX_RULES: usize = 200_000;
+pub(crate) const MAX_RULES: usize = 50_000;
 
 pub(crate) struct Emitter<'c, 'a> {
     pub(crate) ctx: &'c mut Ctx<'a>,
@@ -37,6 +37,8 @@ pub(crate) struct Emitter<'c, 'a> {
     /// Rule bodies, given to the builder once unproductive parts are pruned.
     bodies: FxHashMap<RuleId, Expr>,
     declared: Vec<RuleId>,
+    /// Next suffix per rule-name hint.
+    name_counts: FxHashMap<String, u32>,
     rules: usize,
     /// Where errors are reported: the definition being emitted.
     pub(crate) pointer: String,
@@ -55,6 +57,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             any_rules: FxHashMap::default(),
             bodies: FxHashMap::default(),
             declared: Vec::new(),
+            name_counts: FxHashMap::default(),
             rules: 0,
             pointer: String::new(),
         }
@@ -65,8 +68,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
         mut self,
         root: &Node,
     ) -> Result<(constrain_engine::Grammar, Vec<crate::Warning>), SchemaError> {
+        let t0 = std::time::Instant::now();
         let value = self.emit(root, 0)?;
         self.drain()?;
+        let t1 = std::time::Instant::now();
         let doc = Expr::seq(vec![
             self.layout.outer_gap(),
             value,
@@ -91,7 +96,17 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 self.b.define(rule, Expr::nothing())?;
             }
         }
+        let t2 = std::time::Instant::now();
         let grammar = self.b.build(start)?;
+        if std::env::var("SCRATCH_TIMING").is_ok() {
+            eprintln!(
+                "emit {:?} prune+define {:?} build {:?} rules {}",
+                t1 - t0,
+                t2 - t1,
+                t2.elapsed(),
+                self.rules
+            );
+        }
         Ok((grammar, std::mem::take(&mut self.ctx.warnings)))
     }
 
@@ -130,12 +145,18 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     pub(crate) fn declare_rule(&mut self, hint: &str) -> Result<RuleId, SchemaError> {
         self.count_rule()?;
-        let mut name = hint.to_string();
-        let mut n = 1;
+        // A counter per hint keeps naming linear (probing suffixes would be quadratic).
+        let counter = self.name_counts.entry(hint.to_string()).or_insert(0);
+        let mut name = if *counter == 0 {
+            hint.to_string()
+        } else {
+            format!("{hint}-{counter}")
+        };
         while self.b.lookup(&name).is_some() {
-            name = format!("{hint}-{n}");
-            n += 1;
+            *counter += 1;
+            name = format!("{hint}-{counter}");
         }
+        *counter += 1;
         let rule = self.b.rule_id(&name);
         self.declared.push(rule);
         Ok(rule)

@@ -16,10 +16,26 @@ const MAX_OBJECT_STATES: usize = 50_000;
 /// Most rules (undeclared-key regions are computed for every subset of them).
 const MAX_KEY_RULES: usize = 6;
 
-/// One declared property as it may appear.
+/// Most `Exists` constraints on one object (each doubles the states of its grammar).
+const MAX_EXISTS: usize = 3;
+
+/// One member as it may appear: plainly, or as the witness of some of the object's required
+/// members (bit `j` of the mask: the object's `some[j]`).
 struct Member {
     required: bool,
-    expr: Expr,
+    expr: Option<Expr>,
+    witnesses: Vec<(u32, Expr)>,
+}
+
+/// What the state machines of an object put together.
+struct Parts {
+    members: Vec<Member>,
+    /// Undeclared members.
+    extra: Member,
+    /// Mask of all `Exists` bits.
+    full: u32,
+    min: u64,
+    max: Option<u64>,
 }
 
 impl Emitter<'_, '_> {
@@ -29,6 +45,10 @@ impl Emitter<'_, '_> {
             return Ok(Expr::nothing());
         };
         let o = &o;
+        if o.some.len() > MAX_EXISTS {
+            self.unsupported("not", format!("more than {MAX_EXISTS} members required to exist (complements of additionalProperties)"))?;
+        }
+        let some: Vec<_> = o.some.iter().take(MAX_EXISTS).cloned().collect();
         let child = depth + 1;
         let deep = self.layout.too_deep(child);
         let mut members = Vec::new();
@@ -48,30 +68,69 @@ impl Emitter<'_, '_> {
             }
             let key = quoted(json_text::encode(&Re::literal(name)));
             let value = self.emit(node, child)?;
-            let expr = Expr::seq(vec![key, self.layout.key_sep(), value]);
+            let expr = Expr::seq(vec![key.clone(), self.layout.key_sep(), value]);
             let rule = self.fresh_rule(&format!("member-{name}"), expr)?;
+            // Witness variants: the value also in the required members' schemas.
+            let mut witnesses = Vec::new();
+            for mask in 1u32..(1 << some.len()) {
+                let mut v = node.clone();
+                let mut applies = true;
+                for (j, e) in some.iter().enumerate() {
+                    if mask & (1 << j) != 0 {
+                        applies &= self.ctx.lang_matches(&e.keys, name)?;
+                        v = self.ctx.meet(&v, &e.value, &pointer)?;
+                    }
+                }
+                if applies && v != Node::Nothing {
+                    let value = self.emit(&v, child)?;
+                    witnesses.push((
+                        mask,
+                        Expr::seq(vec![key.clone(), self.layout.key_sep(), value]),
+                    ));
+                }
+            }
             members.push(Member {
                 required,
-                expr: Expr::rule(rule),
+                expr: Some(Expr::rule(rule)),
+                witnesses,
             });
         }
         let extra = if deep {
-            None
+            Member {
+                required: false,
+                expr: None,
+                witnesses: Vec::new(),
+            }
         } else {
-            self.extra_member(o, child)?
+            self.extra_member(o, &some, child)?
         };
-        let allow_empty = o.min == 0 && !members.iter().any(|m| m.required);
+        let allow_empty = o.min == 0 && some.is_empty() && !members.iter().any(|m| m.required);
+        let parts = Parts {
+            members,
+            extra,
+            full: (1 << some.len()) - 1,
+            min: o.min,
+            max: o.max,
+        };
         let body = match self.ctx.options.property_order {
-            PropertyOrder::Schema => self.ordered(&members, extra, o.min, o.max, depth)?,
-            PropertyOrder::Any => self.any_order(&members, extra, o.min, o.max, depth)?,
+            PropertyOrder::Schema => self.ordered(&parts, depth)?,
+            PropertyOrder::Any => self.any_order(&parts, depth)?,
         };
         Ok(self.layout.container(depth, '{', '}', body, allow_empty))
     }
 
-    /// One member whose key is not declared, or `None` if there can be none.
-    fn extra_member(&mut self, o: &ObjectSet, child: u32) -> Result<Option<Expr>, SchemaError> {
+    /// Members whose key is not declared (with their witness variants).
+    fn extra_member(
+        &mut self,
+        o: &ObjectSet,
+        some: &[crate::ir::Exists],
+        child: u32,
+    ) -> Result<Member, SchemaError> {
+        let pointer = self.pointer.clone();
         let regions = self.regions(o)?;
         let mut alts = Vec::new();
+        let mut witnesses: Vec<(u32, Vec<Expr>)> =
+            (1u32..(1 << some.len())).map(|m| (m, Vec::new())).collect();
         for (keys, value) in regions {
             if keys.is_nothing() || value == Node::Nothing {
                 continue;
@@ -79,12 +138,60 @@ impl Emitter<'_, '_> {
             let key = string_of(&keys);
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
+            for (mask, exprs) in witnesses.iter_mut() {
+                let mut langs = vec![keys.clone()];
+                let mut v = value.clone();
+                for (j, e) in some.iter().enumerate() {
+                    if *mask & (1 << j) != 0 {
+                        langs.push((*e.keys).clone());
+                        v = self.ctx.meet(&v, &e.value, &pointer)?;
+                    }
+                }
+                if v == Node::Nothing {
+                    continue;
+                }
+                let witness_keys = match dfa::intersect_all(&langs) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        self.unsupported(
+                            "not",
+                            format!("keys of a member required to exist: {e}"),
+                        )?;
+                        continue;
+                    }
+                };
+                if witness_keys.is_nothing() || dfa::is_empty(&witness_keys).unwrap_or(false) {
+                    continue;
+                }
+                let value = self.emit(&v, child)?;
+                exprs.push(Expr::seq(vec![
+                    string_of(&witness_keys),
+                    self.layout.key_sep(),
+                    value,
+                ]));
+            }
         }
-        if alts.is_empty() {
-            return Ok(None);
+        let expr = if alts.is_empty() {
+            None
+        } else {
+            Some(Expr::rule(
+                self.fresh_rule("member-other", Expr::alt(alts))?,
+            ))
+        };
+        let mut ws = Vec::new();
+        for (mask, exprs) in witnesses {
+            if !exprs.is_empty() {
+                ws.push((
+                    mask,
+                    Expr::rule(self.fresh_rule("member-witness", Expr::alt(exprs))?),
+                ));
+            }
         }
-        let rule = self.fresh_rule("member-other", Expr::alt(alts))?;
-        Ok(Some(Expr::rule(rule)))
+        Ok(Member {
+            required: false,
+            expr,
+            witnesses: ws,
+        })
     }
 
     /// Undeclared keys, partitioned by the rules that apply to them: (keys, value schema).
@@ -234,165 +341,210 @@ impl Emitter<'_, '_> {
         max.unwrap_or(min.max(1))
     }
 
-    /// Declared members in schema order, then undeclared ones; a non-empty sequence.
-    fn ordered(
-        &mut self,
-        members: &[Member],
-        extra: Option<Expr>,
-        min: u64,
-        max: Option<u64>,
-        depth: u32,
-    ) -> Result<Expr, SchemaError> {
-        let p = members.len();
-        let cap = Self::count_cap(min, max);
-        let states = (p + 1).saturating_mul(cap as usize + 1);
+    fn check_states(&self, states: usize, what: &str) -> Result<(), SchemaError> {
         if states > MAX_OBJECT_STATES {
             return Err(SchemaError::TooComplex {
                 pointer: crate::ctx::pointer_or_root(&self.pointer),
-                what: "minProperties/maxProperties counting".into(),
+                what: what.into(),
                 limit: MAX_OBJECT_STATES,
             });
         }
+        Ok(())
+    }
+
+    /// The ways `member` may come next: (witness bits gained, expression).
+    fn variants(member: &Member) -> Vec<(u32, Expr)> {
+        let mut v: Vec<(u32, Expr)> = member.expr.iter().map(|e| (0, e.clone())).collect();
+        v.extend(member.witnesses.iter().cloned());
+        v
+    }
+
+    /// Declared members in schema order, then undeclared ones; a non-empty sequence.
+    fn ordered(&mut self, parts: &Parts, depth: u32) -> Result<Expr, SchemaError> {
+        let (min, max) = (parts.min, parts.max);
+        let p = parts.members.len();
+        let cap = Self::count_cap(min, max) as usize;
+        let sats = parts.full as usize + 1;
+        self.check_states(
+            (p + 1).saturating_mul(cap + 1).saturating_mul(sats),
+            "minProperties/maxProperties counting",
+        )?;
         let sep = self.layout.item_sep(depth);
-        let next = |k: u64| {
+        let next = |k: usize| {
             if max.is_some() {
                 k + 1
             } else {
                 (k + 1).min(cap)
             }
         };
-        // ids[i][k]: members from index i on, k emitted before.
-        let mut ids: Vec<Vec<RuleId>> = Vec::with_capacity(p + 1);
+        // ids[i][k][sat]: members from index i on, k emitted before, witnesses `sat` seen.
+        let mut ids: Vec<Vec<Vec<RuleId>>> = Vec::with_capacity(p + 1);
         for i in 0..=p {
-            let mut row = Vec::with_capacity(cap as usize + 1);
+            let mut row = Vec::with_capacity(cap + 1);
             for k in 0..=cap {
-                row.push(self.declare_rule(&format!("members-{i}-{k}"))?);
+                let mut cell = Vec::with_capacity(sats);
+                for sat in 0..sats {
+                    cell.push(self.declare_rule(&format!("members-{i}-{k}-{sat}"))?);
+                }
+                row.push(cell);
             }
             ids.push(row);
         }
+        let extra = Self::variants(&parts.extra);
         for i in 0..=p {
             for k in 0..=cap {
-                let pre = if k > 0 { sep.clone() } else { Expr::empty() };
-                let body = if i < p {
+                for sat in 0..sats {
+                    let pre = if k > 0 { sep.clone() } else { Expr::empty() };
+                    let can_grow = max.is_none_or(|m| (k as u64) < m);
                     let mut alts = Vec::new();
-                    if !members[i].required {
-                        alts.push(Expr::rule(ids[i + 1][k as usize]));
-                    }
-                    if max.is_none_or(|m| k < m) {
-                        alts.push(Expr::seq(vec![
-                            pre,
-                            members[i].expr.clone(),
-                            Expr::rule(ids[i + 1][next(k) as usize]),
-                        ]));
-                    }
-                    Expr::alt(alts)
-                } else {
-                    // Undeclared members: e of them with min ≤ k + e ≤ max; at least one when
-                    // nothing came before (the empty object is handled by the container).
-                    let lo = min.saturating_sub(k).max(u64::from(k == 0));
-                    let hi = max.map(|m| m.saturating_sub(k));
-                    if lo == 0 && k > 0 && (extra.is_none() || hi == Some(0)) {
-                        Expr::empty()
-                    } else if let Some(x) = &extra {
-                        if hi.is_some_and(|h| h < lo) {
-                            Expr::nothing()
-                        } else {
-                            let lo32 = u32::try_from(lo).unwrap_or(u32::MAX);
-                            let hi32 = hi.map(|h| u32::try_from(h).unwrap_or(u32::MAX));
-                            if k == 0 {
-                                Expr::seq(vec![
-                                    x.clone(),
-                                    Expr::seq(vec![sep.clone(), x.clone()]).repeat(
-                                        lo32.saturating_sub(1),
-                                        hi32.map(|h| h.saturating_sub(1)),
-                                    ),
-                                ])
-                            } else {
-                                Expr::seq(vec![sep.clone(), x.clone()]).repeat(lo32, hi32)
+                    if i < p {
+                        let member = &parts.members[i];
+                        if !member.required {
+                            alts.push(Expr::rule(ids[i + 1][k][sat]));
+                        }
+                        if can_grow {
+                            for (bits, e) in Self::variants(member) {
+                                alts.push(Expr::seq(vec![
+                                    pre.clone(),
+                                    e,
+                                    Expr::rule(ids[i + 1][next(k)][sat | bits as usize]),
+                                ]));
                             }
                         }
+                    } else if parts.full == 0 && extra.len() <= 1 {
+                        alts.push(self.plain_extras(parts, k as u64, &sep));
                     } else {
-                        Expr::nothing()
+                        // Undeclared members one at a time, until counts and witnesses are met.
+                        if k > 0 && (k as u64) >= min && sat == parts.full as usize {
+                            alts.push(Expr::empty());
+                        }
+                        if can_grow {
+                            for (bits, e) in &extra {
+                                alts.push(Expr::seq(vec![
+                                    pre.clone(),
+                                    e.clone(),
+                                    Expr::rule(ids[p][next(k)][sat | *bits as usize]),
+                                ]));
+                            }
+                        }
                     }
-                };
-                self.define(ids[i][k as usize], body);
+                    self.define(ids[i][k][sat], Expr::alt(alts));
+                }
             }
         }
-        Ok(Expr::rule(ids[0][0]))
+        Ok(Expr::rule(ids[0][0][0]))
+    }
+
+    /// The undeclared members after `k` members: `e` of them with `min ≤ k + e ≤ max`, at
+    /// least one when nothing came before (the empty object is the container's business).
+    fn plain_extras(&self, parts: &Parts, k: u64, sep: &Expr) -> Expr {
+        let (min, max) = (parts.min, parts.max);
+        let lo = min.saturating_sub(k).max(u64::from(k == 0));
+        let hi = max.map(|m| m.saturating_sub(k));
+        let Some(x) = &parts.extra.expr else {
+            return if lo == 0 {
+                Expr::empty()
+            } else {
+                Expr::nothing()
+            };
+        };
+        if hi.is_some_and(|h| h < lo) {
+            return Expr::nothing();
+        }
+        let lo32 = u32::try_from(lo).unwrap_or(u32::MAX);
+        let hi32 = hi.map(|h| u32::try_from(h).unwrap_or(u32::MAX));
+        if k == 0 {
+            Expr::seq(vec![
+                x.clone(),
+                Expr::seq(vec![sep.clone(), x.clone()])
+                    .repeat(lo32.saturating_sub(1), hi32.map(|h| h.saturating_sub(1))),
+            ])
+        } else {
+            Expr::seq(vec![sep.clone(), x.clone()]).repeat(lo32, hi32)
+        }
     }
 
     /// Declared members in any order (each at most once), mixed with undeclared ones.
-    fn any_order(
-        &mut self,
-        members: &[Member],
-        extra: Option<Expr>,
-        min: u64,
-        max: Option<u64>,
-        depth: u32,
-    ) -> Result<Expr, SchemaError> {
-        let p = members.len();
+    fn any_order(&mut self, parts: &Parts, depth: u32) -> Result<Expr, SchemaError> {
+        let (min, max) = (parts.min, parts.max);
+        let p = parts.members.len();
         let limit = self.ctx.options.max_any_order_properties as usize;
         if p > limit || p > 20 {
             self.unsupported(
                 "properties",
                 format!("{p} declared properties in any order (the limit is {limit})"),
             )?;
-            return self.ordered(members, extra, min, max, depth);
+            return self.ordered(parts, depth);
         }
-        let cap = Self::count_cap(min, max);
-        let states = (1usize << p).saturating_mul(cap as usize + 1);
+        let cap = Self::count_cap(min, max) as usize;
+        let sats = parts.full as usize + 1;
+        let states = (1usize << p).saturating_mul(cap + 1).saturating_mul(sats);
         if states > MAX_OBJECT_STATES {
             self.unsupported("properties", format!("{p} declared properties in any order need more than {MAX_OBJECT_STATES} states"))?;
-            return self.ordered(members, extra, min, max, depth);
+            return self.ordered(parts, depth);
         }
         let sep = self.layout.item_sep(depth);
-        let required: usize = members
+        let required: usize = parts
+            .members
             .iter()
             .enumerate()
             .filter(|(_, m)| m.required)
             .map(|(i, _)| 1 << i)
             .sum();
-        let next = |k: u64| {
+        let next = |k: usize| {
             if max.is_some() {
                 k + 1
             } else {
                 (k + 1).min(cap)
             }
         };
-        let mut ids = vec![Vec::with_capacity(cap as usize + 1); 1 << p];
+        let mut ids = vec![vec![Vec::with_capacity(sats); cap + 1]; 1 << p];
         for (mask, row) in ids.iter_mut().enumerate() {
-            for k in 0..=cap {
-                row.push(self.declare_rule(&format!("any-{mask}-{k}"))?);
+            for (k, cell) in row.iter_mut().enumerate() {
+                for sat in 0..sats {
+                    cell.push(self.declare_rule(&format!("any-{mask}-{k}-{sat}"))?);
+                }
             }
         }
+        let extra = Self::variants(&parts.extra);
         for mask in 0..(1usize << p) {
             for k in 0..=cap {
-                let mut alts = Vec::new();
-                if k > 0 && mask & required == required && k >= min {
-                    alts.push(Expr::empty());
-                }
-                if max.is_none_or(|m| k < m) {
-                    let pre = if k > 0 { sep.clone() } else { Expr::empty() };
-                    for (j, m) in members.iter().enumerate() {
-                        if mask & (1 << j) == 0 {
+                for sat in 0..sats {
+                    let mut alts = Vec::new();
+                    if k > 0
+                        && mask & required == required
+                        && (k as u64) >= min
+                        && sat == parts.full as usize
+                    {
+                        alts.push(Expr::empty());
+                    }
+                    if max.is_none_or(|m| (k as u64) < m) {
+                        let pre = if k > 0 { sep.clone() } else { Expr::empty() };
+                        for (j, m) in parts.members.iter().enumerate() {
+                            if mask & (1 << j) == 0 {
+                                for (bits, e) in Self::variants(m) {
+                                    alts.push(Expr::seq(vec![
+                                        pre.clone(),
+                                        e,
+                                        Expr::rule(
+                                            ids[mask | (1 << j)][next(k)][sat | bits as usize],
+                                        ),
+                                    ]));
+                                }
+                            }
+                        }
+                        for (bits, e) in &extra {
                             alts.push(Expr::seq(vec![
                                 pre.clone(),
-                                m.expr.clone(),
-                                Expr::rule(ids[mask | (1 << j)][next(k) as usize]),
+                                e.clone(),
+                                Expr::rule(ids[mask][next(k)][sat | *bits as usize]),
                             ]));
                         }
                     }
-                    if let Some(x) = &extra {
-                        alts.push(Expr::seq(vec![
-                            pre,
-                            x.clone(),
-                            Expr::rule(ids[mask][next(k) as usize]),
-                        ]));
-                    }
+                    self.define(ids[mask][k][sat], Expr::alt(alts));
                 }
-                self.define(ids[mask][k as usize], Expr::alt(alts));
             }
         }
-        Ok(Expr::rule(ids[0][0]))
+        Ok(Expr::rule(ids[0][0][0]))
     }
 }

@@ -96,6 +96,7 @@ impl Emitter<'_, '_> {
     }
 
     pub(crate) fn string(&mut self, s: &StringSet) -> Result<Expr, SchemaError> {
+        let s = &crate::strings::capped(s);
         let re = match string_re_or_subset(s) {
             Ok((re, _)) => re,
             Err(e) => {

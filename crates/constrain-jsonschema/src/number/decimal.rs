@@ -75,7 +75,6 @@ impl Decimal {
         }
     }
 
-
     pub(crate) fn is_zero(&self) -> bool {
         self.digits.is_empty()
     }

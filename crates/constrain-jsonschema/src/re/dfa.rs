@@ -318,10 +318,12 @@ impl Dfa {
             .map(Re::size)
             .sum();
         for _ in 0..n {
-            // Eliminate the state whose removal creates the fewest new edges.
+            // Eliminate the state whose removal creates the fewest new edges; on ties the one
+            // found last in breadth-first order (the deepest), so that tree-shaped parts fold
+            // from the leaves up into nested expressions instead of spelled-out paths.
             let mut best = None;
             let mut best_cost = usize::MAX;
-            for q in 0..n {
+            for q in (0..n).rev() {
                 if !alive[q] {
                     continue;
                 }

@@ -35,20 +35,40 @@ impl Trie {
         Re::alt(alts)
     }
 
+    /// The strings outside the set: those that stop at a node that ends no word, and those
+    /// that leave the trie (a path, then a character no word continues with, then anything).
+    /// The trailing "anything" is shared, which keeps the expression as small as the trie.
     fn complement(&self) -> Re {
-        let mut alts = Vec::with_capacity(self.children.len() + 2);
+        Re::alt(vec![
+            self.unfinished(),
+            Re::concat(vec![self.departures(), Re::any_string()]),
+        ])
+    }
+
+    /// Paths to nodes that end no word.
+    fn unfinished(&self) -> Re {
+        let mut alts = Vec::with_capacity(self.children.len() + 1);
         if !self.end {
             alts.push(Re::empty());
         }
-        let firsts = CharSet::from_ranges(self.children.keys().map(|&c| (c as u32, c as u32)));
-        alts.push(Re::concat(vec![
-            Re::class(firsts.complement()),
-            Re::any_string(),
-        ]));
         for (c, child) in &self.children {
             alts.push(Re::concat(vec![
                 Re::Literal(c.to_string()),
-                child.complement(),
+                child.unfinished(),
+            ]));
+        }
+        Re::alt(alts)
+    }
+
+    /// A path followed by a character that leaves the trie.
+    fn departures(&self) -> Re {
+        let mut alts = Vec::with_capacity(self.children.len() + 1);
+        let firsts = CharSet::from_ranges(self.children.keys().map(|&c| (c as u32, c as u32)));
+        alts.push(Re::class(firsts.complement()));
+        for (c, child) in &self.children {
+            alts.push(Re::concat(vec![
+                Re::Literal(c.to_string()),
+                child.departures(),
             ]));
         }
         Re::alt(alts)

@@ -3,7 +3,6 @@
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::Context;
 use constrain_engine::{Limits, Matcher};
