@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use constrain_engine::CompiledGrammar;
+use constrain_jsonschema::{Options, SchemaError};
 use serde_json::Value;
 
 use super::{Checker, Expect, Report, Subject};
@@ -42,13 +43,23 @@ pub fn detect(value: &Value) -> bool {
 }
 
 /// Runs every case of the JSON Schema case file `value`, recording each check in `report`.
-pub fn run(value: &Value, checker: &Checker, report: &mut Report) -> anyhow::Result<()> {
-    run_cases("", value, None, checker, report).map(|_| ())
+pub fn run(
+    value: &Value,
+    options: &Options,
+    checker: &Checker,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    run_cases("", value, None, options, checker, report).map(|_| ())
 }
 
 /// Runs every JSON Schema case file (`*.json`, in name order) of `dir`, then prints a table of
 /// instances passed per file. Files of other formats are skipped with a note.
-pub fn run_directory(dir: &Path, checker: &Checker, report: &mut Report) -> anyhow::Result<()> {
+pub fn run_directory(
+    dir: &Path,
+    options: &Options,
+    checker: &Checker,
+    report: &mut Report,
+) -> anyhow::Result<()> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .with_context(|| format!("listing {}", dir.display()))?
         .map(|entry| entry.map(|e| e.path()))
@@ -72,7 +83,7 @@ pub fn run_directory(dir: &Path, checker: &Checker, report: &mut Report) -> anyh
         }
         rows.push((
             name.clone(),
-            run_cases(&name, &value, draft, checker, report)?,
+            run_cases(&name, &value, draft, options, checker, report)?,
         ));
     }
     print_table(&rows);
@@ -90,6 +101,7 @@ fn run_cases(
     file: &str,
     value: &Value,
     draft: Option<&str>,
+    options: &Options,
     checker: &Checker,
     report: &mut Report,
 ) -> anyhow::Result<Tally> {
@@ -99,7 +111,7 @@ fn run_cases(
     let mut tally = Tally::default();
     for (i, case) in cases.iter().enumerate() {
         let schema = with_default_draft(&case["schema"], draft);
-        let compiled = compile(&schema, checker);
+        let compiled = compile(&schema, options, checker);
         if case.get("tests").is_some() {
             run_suite_case(
                 &format!("{file}#{i}"),
@@ -122,24 +134,35 @@ fn run_cases(
     Ok(tally)
 }
 
+/// What compiling a case's schema gave.
+enum Schema {
+    /// A grammar to check strings with.
+    Grammar(Arc<CompiledGrammar>),
+    /// The compiler proved that no JSON value is valid (`false`, `{"not": {}}`, ...): every
+    /// string is rejected, and a valid instance is a failure like any other.
+    Empty(String),
+    /// Not compiled (an unsupported keyword, a limit, a compiler panic): every check fails.
+    Failed(String),
+}
+
 /// Compiles a schema for the checker's vocabulary; a compiler panic is an error like any other.
-fn compile(schema: &Value, checker: &Checker) -> Result<Arc<CompiledGrammar>, String> {
-    let options = constrain_jsonschema::Options::default();
-    panics::catch(|| {
-        let compiled =
-            constrain_jsonschema::compile(schema, &options).map_err(|e| e.to_string())?;
-        checker
-            .compile(&compiled.grammar)
-            .map_err(|e| e.to_string())
-    })
-    .unwrap_or_else(|panic| Err(format!("the compiler panicked: {panic}")))
+fn compile(schema: &Value, options: &Options, checker: &Checker) -> Schema {
+    let outcome = panics::catch(|| match constrain_jsonschema::compile(schema, options) {
+        Ok(compiled) => match checker.compile(&compiled.grammar) {
+            Ok(grammar) => Schema::Grammar(grammar),
+            Err(error) => Schema::Failed(error.to_string()),
+        },
+        Err(error @ SchemaError::Unsatisfiable { .. }) => Schema::Empty(error.to_string()),
+        Err(error) => Schema::Failed(error.to_string()),
+    });
+    outcome.unwrap_or_else(|panic| Schema::Failed(format!("the compiler panicked: {panic}")))
 }
 
 /// One suite case: every instance, compactly and with spaces.
 fn run_suite_case(
     case_id: &str,
     case: &Value,
-    compiled: &Result<Arc<CompiledGrammar>, String>,
+    compiled: &Schema,
     checker: &Checker,
     report: &mut Report,
     tally: &mut Tally,
@@ -166,10 +189,14 @@ fn run_suite_case(
             texts.push(("spaced", spaced));
         }
         tally.instances += 1;
+        let checks = texts.len() * checker.checks_per_string();
         let grammar = match compiled {
-            Ok(grammar) => grammar,
-            Err(error) => {
-                let checks = texts.len() * checker.checks_per_string();
+            Schema::Grammar(grammar) => grammar,
+            Schema::Empty(_) if !valid => {
+                (0..checks).for_each(|_| report.pass());
+                continue;
+            }
+            Schema::Empty(error) | Schema::Failed(error) => {
                 report.fail_many(
                     &id,
                     checks,
@@ -203,7 +230,7 @@ fn run_suite_case(
 fn run_string_case(
     id: &str,
     case: &Value,
-    compiled: &Result<Arc<CompiledGrammar>, String>,
+    compiled: &Schema,
     checker: &Checker,
     report: &mut Report,
     tally: &mut Tally,
@@ -238,8 +265,22 @@ fn run_string_case(
     }
     tally.instances += strings.len();
     let grammar = match compiled {
-        Ok(grammar) => grammar,
-        Err(error) => {
+        Schema::Grammar(grammar) => grammar,
+        Schema::Empty(error) => {
+            report.pass();
+            for (label, _, expect) in &strings {
+                let checks = checker.checks_per_string();
+                match expect {
+                    Expect::Reject => (0..checks).for_each(|_| report.pass()),
+                    Expect::Accept => {
+                        report.fail_many(id, checks, format_args!("{label} rejected: {error}"));
+                        tally.failed += 1;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        Schema::Failed(error) => {
             let not_run = strings.len() * checker.checks_per_string();
             report.fail_many(
                 id,
@@ -390,22 +431,106 @@ mod tests {
 
         let checker = Checker::bytes_only().unwrap();
         let mut report = Report::default();
-        run_directory(&dir, &checker, &mut report).unwrap();
+        run_directory(&dir, &Options::default(), &checker, &mut report).unwrap();
         let _ = std::fs::remove_dir_all(dir.parent().unwrap());
         assert_eq!(report.failed(), 0);
 
         let mut report = Report::default();
-        let tally = run_cases("a.json", &suite, None, &checker, &mut report).unwrap();
+        let tally = run_cases(
+            "a.json",
+            &suite,
+            None,
+            &Options::default(),
+            &checker,
+            &mut report,
+        )
+        .unwrap();
         assert_eq!((tally.instances, tally.failed), (5, 0));
-        let tally = run_cases("b.json", &strings, None, &checker, &mut report).unwrap();
+        let tally = run_cases(
+            "b.json",
+            &strings,
+            None,
+            &Options::default(),
+            &checker,
+            &mut report,
+        )
+        .unwrap();
         assert_eq!((tally.instances, tally.failed), (3, 0));
         // A wrong expectation fails its instance, once however many layouts fail.
         let wrong = json!([{"description": "d", "schema": {"type": "object"}, "tests": [
             {"description": "an object said to be invalid", "data": {"a": 1}, "valid": false}
         ]}]);
-        let tally = run_cases("w.json", &wrong, None, &checker, &mut report).unwrap();
+        let tally = run_cases(
+            "w.json",
+            &wrong,
+            None,
+            &Options::default(),
+            &checker,
+            &mut report,
+        )
+        .unwrap();
         assert_eq!((tally.instances, tally.failed), (1, 1));
         assert_eq!(report.failed(), 2, "compact and spaced both fail");
+    }
+
+    #[test]
+    fn a_schema_that_accepts_nothing_rejects_every_instance() {
+        let checker = Checker::bytes_only().unwrap();
+        let mut report = Report::default();
+        let nothing = json!([{"description": "false", "schema": false, "tests": [
+            {"description": "a number", "data": 1, "valid": false},
+            {"description": "an object", "data": {}, "valid": false}
+        ]}]);
+        let tally = run_cases(
+            "f.json",
+            &nothing,
+            None,
+            &Options::default(),
+            &checker,
+            &mut report,
+        )
+        .unwrap();
+        assert_eq!((tally.instances, tally.failed), (2, 0));
+        // A valid instance of an empty schema is a failure (the expectation or the compiler is
+        // wrong), never a silent pass.
+        let wrong = json!([{"description": "d", "schema": {"not": {}}, "tests": [
+            {"description": "said to be valid", "data": 1, "valid": true}
+        ]}]);
+        let tally = run_cases(
+            "w.json",
+            &wrong,
+            None,
+            &Options::default(),
+            &checker,
+            &mut report,
+        )
+        .unwrap();
+        assert_eq!((tally.instances, tally.failed), (1, 1));
+    }
+
+    #[test]
+    fn options_reach_the_compiler() {
+        let checker = Checker::bytes_only().unwrap();
+        let suite = json!([{"description": "d", "schema": {
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}
+        }, "tests": [{"description": "b before a", "data": {"b": 1, "a": 2}, "valid": true}]}]);
+        let mut report = Report::default();
+        let tally = run_cases(
+            "o.json",
+            &suite,
+            None,
+            &Options::default(),
+            &checker,
+            &mut report,
+        )
+        .unwrap();
+        assert_eq!(tally.failed, 1, "schema order is the default");
+        let any_order = Options {
+            property_order: constrain_jsonschema::PropertyOrder::Any,
+            ..Options::default()
+        };
+        let tally = run_cases("o.json", &suite, None, &any_order, &checker, &mut report).unwrap();
+        assert_eq!(tally.failed, 0);
     }
 
     #[test]

@@ -38,6 +38,36 @@ pub struct Args {
     /// Start rule of the cases that do not name one.
     #[arg(long, value_name = "NAME", default_value = constrain_gbnf::DEFAULT_ROOT)]
     pub root: String,
+    /// JSON Schema: the order in which an object's declared properties may appear.
+    #[arg(long, value_enum, default_value_t = PropertyOrderArg::Schema)]
+    pub property_order: PropertyOrderArg,
+    /// JSON Schema: treat `format` as an annotation (the 2020-12 default) instead of
+    /// enforcing it.
+    #[arg(long)]
+    pub format_annotation: bool,
+}
+
+/// `--property-order`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum PropertyOrderArg {
+    /// The order of the schema's `properties` (the compiler's default).
+    Schema,
+    /// Any order.
+    Any,
+}
+
+impl Args {
+    /// The schema compiler's options these arguments ask for.
+    fn schema_options(&self) -> constrain_jsonschema::Options {
+        constrain_jsonschema::Options {
+            property_order: match self.property_order {
+                PropertyOrderArg::Schema => constrain_jsonschema::PropertyOrder::Schema,
+                PropertyOrderArg::Any => constrain_jsonschema::PropertyOrder::Any,
+            },
+            assert_formats: !self.format_annotation,
+            ..constrain_jsonschema::Options::default()
+        }
+    }
 }
 
 /// Runs every case of the file; success only if every check passed.
@@ -52,9 +82,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Checker::bytes_only()?,
     };
     let mut report = Report::default();
+    let options = args.schema_options();
     match input {
-        Input::SuiteDirectory => json_schema::run_directory(&args.file, &checker, &mut report)?,
-        Input::JsonSchema(value) => json_schema::run(&value, &checker, &mut report)?,
+        Input::SuiteDirectory => {
+            json_schema::run_directory(&args.file, &options, &checker, &mut report)?
+        }
+        Input::JsonSchema(value) => json_schema::run(&value, &options, &checker, &mut report)?,
         Input::Gbnf(value) => gbnf::run(&value, &args.root, &checker, &mut report)?,
     }
     Ok(report.finish())
