@@ -131,7 +131,20 @@ impl CompiledGrammar {
                     let lexeme = match lexeme_masks.get(&lex) {
                         Some(m) => m.clone(),
                         None => {
-                            let m = Arc::new(lexeme_mask(automaton, &self.index, lex)?);
+                            let signature = automaton.lexer.signature(lex);
+                            let shared = signature
+                                .as_deref()
+                                .and_then(|sig| self.index.shared_lexeme_mask(sig));
+                            let m = match shared {
+                                Some(m) => m,
+                                None => {
+                                    let m = Arc::new(lexeme_mask(automaton, &self.index, lex)?);
+                                    if let Some(sig) = signature {
+                                        self.index.share_lexeme_mask(sig, m.clone());
+                                    }
+                                    m
+                                }
+                            };
                             *lexeme_mask_bytes += m.inside.len() * 4;
                             if *lexeme_mask_bytes > self.masks.read().budget / 2 {
                                 lexeme_masks.clear();

@@ -21,6 +21,10 @@ pub(crate) const LEX_DEAD: LexId = 0;
 
 const UNKNOWN: u32 = u32::MAX;
 
+/// Most NFA states one [`Lexer::signature`] describes; a lexer state whose reachable graph is
+/// larger has no signature.
+const MAX_SIGNATURE_STATES: usize = 4096;
+
 /// Terminal NFAs plus the lazily built lexer DFA.
 pub(crate) struct Lexer {
     nfas: Vec<NFA>,
@@ -178,6 +182,83 @@ impl Lexer {
         Ok(id)
     }
 
+    /// What lexer state `state` can still read, with terminal and NFA state numbers left out:
+    /// per terminal, the NFA graph reachable from its states, numbered in discovery order.
+    ///
+    /// Equal signatures mean that the same byte strings keep a lexeme alive and the same ones
+    /// can end it, so the lexeme walks of the two states agree (see `mask::lexeme_mask`), in
+    /// one grammar or across grammars. Concatenated terminals make this matter: the body of
+    /// every `"key": "..."` is its own lexer state, but they all share one signature. `None`
+    /// when the reachable graph has more than [`MAX_SIGNATURE_STATES`] states.
+    pub(crate) fn signature(&self, state: LexId) -> Option<Box<[u32]>> {
+        let set = &self.states[state as usize];
+        let mut out = Vec::new();
+        let mut local: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut queue: Vec<u32> = Vec::new();
+        for group in set.chunk_by(|a, b| a.0 == b.0) {
+            let nfa = &self.nfas[group[0].0 as usize];
+            local.clear();
+            queue.clear();
+            for &(_, s) in group {
+                local.insert(s, queue.len() as u32);
+                queue.push(s);
+            }
+            out.extend([u32::MAX, group.len() as u32]);
+            let mut at = 0;
+            while at < queue.len() {
+                if queue.len() > MAX_SIGNATURE_STATES {
+                    return None;
+                }
+                let sid = StateID::new_unchecked(queue[at] as usize);
+                at += 1;
+                let mut id = |next: StateID| -> u32 {
+                    let n = queue.len() as u32;
+                    *local.entry(next.as_u32()).or_insert_with(|| {
+                        queue.push(next.as_u32());
+                        n
+                    })
+                };
+                match nfa.state(sid) {
+                    State::ByteRange { trans } => out.extend([
+                        1,
+                        u32::from(trans.start),
+                        u32::from(trans.end),
+                        id(trans.next),
+                    ]),
+                    State::Sparse(sparse) => {
+                        out.extend([2, sparse.transitions.len() as u32]);
+                        for t in sparse.transitions.iter() {
+                            out.extend([u32::from(t.start), u32::from(t.end), id(t.next)]);
+                        }
+                    }
+                    State::Dense(dense) => {
+                        out.push(3);
+                        for &next in dense.transitions.iter() {
+                            // The zero state stands for "no transition" in a dense state.
+                            out.push(if next == StateID::ZERO {
+                                u32::MAX
+                            } else {
+                                id(next)
+                            });
+                        }
+                    }
+                    State::Look { look, next } => out.extend([4, look.as_repr(), id(*next)]),
+                    State::Union { alternates } => {
+                        out.extend([5, alternates.len() as u32]);
+                        for &alt in alternates.iter() {
+                            out.push(id(alt));
+                        }
+                    }
+                    State::BinaryUnion { alt1, alt2 } => out.extend([6, id(*alt1), id(*alt2)]),
+                    State::Capture { next, .. } => out.extend([7, id(*next)]),
+                    State::Fail => out.push(8),
+                    State::Match { .. } => out.push(9),
+                }
+            }
+        }
+        Some(out.into())
+    }
+
     /// Adds the live byte-consuming and match states reachable from `start` by ε-moves.
     fn close(
         &self,
@@ -308,4 +389,43 @@ fn byte_classes(nfas: &[NFA]) -> ([u8; 256], Vec<u8>) {
         map[b] = (reps.len() - 1) as u8;
     }
     (map, reps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lexer(patterns: &[&str]) -> Lexer {
+        let hirs: Vec<Hir> = patterns
+            .iter()
+            .map(|p| regex_syntax::parse(p).expect("valid pattern"))
+            .collect();
+        Lexer::new(&hirs, &Limits::default()).expect("builds")
+    }
+
+    fn read(lexer: &mut Lexer, terminal: u32, text: &[u8]) -> LexId {
+        let mut state = lexer.start(&[terminal]).expect("starts");
+        for &b in text {
+            let class = lexer.byte_classes()[b as usize] as usize;
+            state = lexer.next(state, class).expect("within limits");
+        }
+        state
+    }
+
+    #[test]
+    fn signatures_see_the_future_not_the_past() {
+        let mut lexer = lexer(&[
+            r#""name": "[a-z ]*""#,
+            r#""city": "[a-z ]*""#,
+            r#""zip": "[0-9]*""#,
+        ]);
+        let name = read(&mut lexer, 0, br#""name": "al"#);
+        let city = read(&mut lexer, 1, br#""city": "par"#);
+        let zip = read(&mut lexer, 2, br#""zip": "75"#);
+        assert_ne!(name, city, "different terminals, different lexer states");
+        assert_eq!(lexer.signature(name), lexer.signature(city));
+        assert_ne!(lexer.signature(name), lexer.signature(zip));
+        let key = read(&mut lexer, 0, br#""na"#);
+        assert_ne!(lexer.signature(key), lexer.signature(name));
+    }
 }

@@ -14,11 +14,24 @@ use crate::lexer::{LexId, LEX_DEAD};
 use crate::token_index::{set_bits, TokenIndex};
 
 /// What a lexer state alone decides about the vocabulary.
+#[derive(Debug)]
 pub(crate) struct LexemeMask {
     /// Tokens allowed in any context.
     pub inside: Box<[u32]>,
     /// Trie nodes (with their byte path) below which validity depends on the parser.
     pub boundaries: Vec<(u32, Box<[u8]>)>,
+}
+
+impl LexemeMask {
+    /// Approximate memory held.
+    pub fn bytes(&self) -> usize {
+        self.inside.len() * 4
+            + self
+                .boundaries
+                .iter()
+                .map(|(_, path)| 8 + path.len())
+                .sum::<usize>()
+    }
 }
 
 /// The lexeme walk from `lex`.

@@ -6,8 +6,11 @@
 use std::sync::Arc;
 
 use constrain_vocab::{TokenKind, Vocabulary};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 
 use crate::grammar::special_token_bytes;
+use crate::mask::LexemeMask;
 
 /// One trie node: the byte that leads to it, where its subtree ends, and the tokens it spells.
 #[derive(Copy, Clone, Debug)]
@@ -27,7 +30,20 @@ pub struct TokenIndex {
     tokens: Vec<u32>,
     eos: Vec<u32>,
     mask_words: usize,
+    /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
+    lexeme_masks: Mutex<SharedLexemeMasks>,
 }
+
+/// Lexeme masks by [`Lexer::signature`](crate::lexer::Lexer::signature), dropped wholesale when
+/// over budget.
+#[derive(Debug, Default)]
+struct SharedLexemeMasks {
+    masks: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
+    bytes: usize,
+}
+
+/// Memory for the lexeme masks shared through one [`TokenIndex`].
+const SHARED_LEXEME_MASK_BYTES: usize = 64 << 20;
 
 impl TokenIndex {
     /// Indexes every text and special token of `vocab`.
@@ -95,7 +111,25 @@ impl TokenIndex {
             tokens,
             eos,
             mask_words,
+            lexeme_masks: Mutex::default(),
         })
+    }
+
+    /// The lexeme mask of the lexer states with `signature`, if a grammar computed it already.
+    pub(crate) fn shared_lexeme_mask(&self, signature: &[u32]) -> Option<Arc<LexemeMask>> {
+        self.lexeme_masks.lock().masks.get(signature).cloned()
+    }
+
+    /// Shares `mask`, the lexeme mask of the lexer states with `signature`.
+    pub(crate) fn share_lexeme_mask(&self, signature: Box<[u32]>, mask: Arc<LexemeMask>) {
+        let mut shared = self.lexeme_masks.lock();
+        let bytes = signature.len() * 4 + mask.bytes();
+        if shared.bytes + bytes > SHARED_LEXEME_MASK_BYTES {
+            shared.masks.clear();
+            shared.bytes = 0;
+        }
+        shared.bytes += bytes;
+        shared.masks.insert(signature, mask);
     }
 
     /// The indexed vocabulary.

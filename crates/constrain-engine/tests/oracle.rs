@@ -91,6 +91,7 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
     let mut list = vec![
         ("json", json_grammar()),
         ("arithmetic", arithmetic_grammar()),
+        ("record", record_grammar()),
         (
             "email",
             Grammar::from_regex(r"[a-z0-9._]{1,12}@[a-z]{1,10}\.(com|org|net)").unwrap(),

@@ -215,3 +215,26 @@ pub fn tool_grammar(tool_token: u32) -> Grammar {
         .expect("defined once");
     b.build(root).expect("valid grammar")
 }
+
+/// A flat record of string, number and optional fields: regular, with several unbounded
+/// pieces in a row, so it is lowered one member per lexeme and the string bodies of different
+/// members share their lexeme masks.
+pub fn record_grammar() -> Grammar {
+    let string = re(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#);
+    let number = re(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?");
+    let member =
+        |key: &str, value: &Expr| Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()]);
+    let record = Expr::seq(vec![
+        lit("{"),
+        member("name", &string),
+        lit(", "),
+        member("city", &string),
+        Expr::seq(vec![lit(", "), member("age", &number)]).repeat(0, Some(1)),
+        Expr::seq(vec![lit(", "), member("note", &string)]).repeat(0, Some(1)),
+        lit("}"),
+    ]);
+    let mut b = GrammarBuilder::new();
+    let root = b.rule_id("root");
+    b.define(root, record).expect("defines the root");
+    b.build(root).expect("the record grammar builds")
+}

@@ -82,6 +82,27 @@ pub(crate) fn restrict_length(re: &Re, min: u64, max: Option<u64>) -> Option<Re>
 /// each repetition a count and a length per item, so every string produced fits both `re` and
 /// the bounds; strings that would need a different split of the budget are left out.
 pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
+    if re.size() <= RICH_NARROWING_SIZE {
+        let rich = narrow(re, min, max, RICH_LEVELS);
+        if rich.size() <= MAX_RICH_SIZE {
+            return rich;
+        }
+    }
+    narrow(re, min, max, 0)
+}
+
+/// Largest expression narrowed with unions of splits (see [`narrow`]).
+const RICH_NARROWING_SIZE: usize = 400;
+/// Nesting levels of an expression that get unions of splits.
+const RICH_LEVELS: u32 = 3;
+/// Largest narrowed expression kept from the unions of splits; past it, single splits.
+const MAX_RICH_SIZE: usize = 20_000;
+
+/// [`narrow_length`], with unions of several splits in the outermost `rich` levels (every
+/// split of the length budget leaves strings out; a union of a few leaves out fewer, at a
+/// multiple of the size).
+fn narrow(re: &Re, min: u64, max: u64, rich: u32) -> Re {
+    let inner_rich = rich.saturating_sub(1);
     let (lo, hi) = re.length_bounds();
     if hi.is_some_and(|hi| hi < min) || lo > max {
         return Re::nothing();
@@ -90,7 +111,7 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
         return re.clone();
     }
     match re {
-        Re::Alt(parts) => Re::alt(parts.iter().map(|p| narrow_length(p, min, max)).collect()),
+        Re::Alt(parts) => Re::alt(parts.iter().map(|p| narrow(p, min, max, rich)).collect()),
         Re::Concat(parts) => {
             let bounds: Vec<(u64, Option<u64>)> = parts.iter().map(Re::length_bounds).collect();
             let base: u64 = bounds.iter().map(|b| b.0).sum();
@@ -121,29 +142,41 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
                 }
                 growable = still;
             }
+            // With few parts that can grow, also each of them taking the whole budget (the
+            // others at their minimum): the even split alone would cap a word at half the room.
+            let mins: Vec<u64> = bounds.iter().map(|b| b.0).collect();
+            let growable: Vec<usize> = (0..parts.len())
+                .filter(|&i| bounds[i].1 != Some(bounds[i].0))
+                .collect();
+            let mut uppers = vec![his];
+            if rich > 0 && (2..=MAX_HEAVY_PARTS).contains(&growable.len()) {
+                for &i in &growable {
+                    let mut heavy = mins.clone();
+                    heavy[i] = bounds[i].1.unwrap_or(u64::MAX).min(mins[i] + (max - base));
+                    uppers.push(heavy);
+                }
+            }
             // Lower shares: every way of spreading the deficit below `min` over the parts (a
             // union, so no split is favoured), or the parts in order when there are too many ways.
-            let mins: Vec<u64> = bounds.iter().map(|b| b.0).collect();
             let deficit = min.saturating_sub(base);
-            let mut splits = Vec::new();
-            spread(deficit, &mins, &his, 0, &mut mins.clone(), &mut splits);
-            if splits.is_empty() {
+            let mut alternatives = Vec::new();
+            for his in &uppers {
+                let mut splits = Vec::new();
+                spread(deficit, &mins, his, 0, &mut mins.clone(), &mut splits);
+                alternatives.extend(splits.iter().map(|los| {
+                    Re::concat(
+                        parts
+                            .iter()
+                            .enumerate()
+                            .map(|(i, p)| narrow(p, los[i], his[i], inner_rich))
+                            .collect(),
+                    )
+                }));
+            }
+            if alternatives.is_empty() {
                 return Re::nothing();
             }
-            Re::alt(
-                splits
-                    .iter()
-                    .map(|los| {
-                        Re::concat(
-                            parts
-                                .iter()
-                                .enumerate()
-                                .map(|(i, p)| narrow_length(p, los[i], his[i]))
-                                .collect(),
-                        )
-                    })
-                    .collect(),
-            )
+            Re::alt(alternatives)
         }
         Re::Repeat {
             re: inner,
@@ -155,42 +188,56 @@ pub(crate) fn narrow_length(re: &Re, min: u64, max: u64) -> Re {
                 return restrict_length(re, min, Some(max)).unwrap_or_else(Re::nothing);
             }
             let per = p.max(1);
-            let mut count = (max / per).min(rmax.map_or(u64::MAX, u64::from));
-            if count == 0 {
+            let most = (max / per).min(rmax.map_or(u64::MAX, u64::from));
+            if most == 0 {
                 return if *rmin == 0 && min == 0 {
                     Re::empty()
                 } else {
                     Re::nothing()
                 };
             }
-            // A balanced split: about √max items of about √max characters each.
-            let balanced = ((max as f64).sqrt().ceil() as u64).max(1);
-            if count > balanced && p <= balanced {
-                count = balanced.max(u64::from(*rmin));
-            }
-            let item_hi = max / count;
-            if item_hi < p {
-                return Re::nothing();
-            }
-            let count_lo = u64::from(*rmin).max(min.div_ceil(item_hi));
-            if count_lo > count {
-                return Re::nothing();
-            }
-            let item_lo = if count_lo == 0 || count_lo * p >= min {
-                p
+            // Item counts from the most down to one, halving: few long items or many short
+            // ones. Each split alone fits the bounds, so their union does too, and it keeps
+            // far more strings than any single split ("Benefit 1" under a budget of 60 for
+            // `(\S+\s+){0,9}` needs an item of 8 characters, not 60 / 9).
+            let mut counts = vec![most];
+            if rich > 0 {
+                while let Some(&c) = counts.last().filter(|&&c| c > 1) {
+                    counts.push(c / 2);
+                }
             } else {
-                min.div_ceil(count_lo)
-            };
-            if item_lo > item_hi {
-                return Re::nothing();
+                // One split: a balanced one, about √max items of about √max characters.
+                let balanced = ((max as f64).sqrt().ceil() as u64).max(1);
+                if most > balanced && p <= balanced {
+                    counts = vec![balanced.max(u64::from(*rmin))];
+                }
             }
-            let item = narrow_length(inner, item_lo, item_hi);
             let to32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-            Re::repeat(item, to32(count_lo), Some(to32(count)))
+            let splits = counts.into_iter().filter_map(|count| {
+                let item_hi = max / count;
+                let count_lo = u64::from(*rmin).max(min.div_ceil(item_hi));
+                if item_hi < p || count_lo > count {
+                    return None;
+                }
+                let item_lo = if count_lo == 0 || count_lo * p >= min {
+                    p
+                } else {
+                    min.div_ceil(count_lo)
+                };
+                (item_lo <= item_hi).then(|| {
+                    let item = narrow(inner, item_lo, item_hi, inner_rich);
+                    Re::repeat(item, to32(count_lo), Some(to32(count)))
+                })
+            });
+            Re::alt(splits.collect())
         }
         Re::Class(_) | Re::Literal(_) | Re::Look(_) => Re::nothing(),
     }
 }
+
+/// Most parts of a concatenation that can grow for [`narrow_length`] to also try giving each
+/// of them the whole budget.
+const MAX_HEAVY_PARTS: usize = 3;
 
 /// Most alternatives [`narrow_length`] builds to spread a length deficit over parts.
 const MAX_SPREADS: usize = 32;
@@ -298,6 +345,28 @@ mod tests {
         let d = Dfa::from_re(&narrowed).expect("small");
         assert!(d.matches("ab@cd") && d.matches("a.b@c"));
         assert!(!d.matches("a@") && !d.matches("abcdefghijklmnopqrstu@vw"));
+    }
+
+    #[test]
+    fn narrowing_a_word_count_keeps_ordinary_sentences() {
+        use crate::re::dfa::Dfa;
+        let words = crate::re::ecma::search_language(r"^(?:\S+\s+){0,9}\S+$").expect("parses");
+        for (max, texts) in [
+            (20, &["Benefit 1", "a b c", "abc"][..]),
+            (
+                120,
+                &["Benefit 1", "a b c", "abc", "Lorem ipsum dolor sit amet"][..],
+            ),
+        ] {
+            let narrowed = narrow_length(&words, 0, max);
+            let (_, hi) = narrowed.length_bounds();
+            assert!(hi.is_some_and(|h| h <= max), "{hi:?}");
+            let d = Dfa::from_re(&narrowed).expect("small");
+            for text in texts {
+                assert!(d.matches(text), "{text:?} is left out under {max}");
+            }
+            assert!(!d.matches("a  ") && !d.matches(&"x".repeat(max as usize + 1)));
+        }
     }
 
     #[test]
