@@ -5,7 +5,7 @@
 //! `A ::= x A | y` is rewritten to `x* y` (Arden's rule), and adjacent regular pieces of a
 //! sequence are concatenated into a single terminal.
 
-use regex_syntax::hir::{Hir, HirKind, Repetition};
+use regex_syntax::hir::{Hir, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::builder::Grammar;
@@ -195,7 +195,7 @@ impl Lowerer<'_> {
     /// Adds `lhs -> alt` for every top-level alternative of `body`.
     fn add_alternatives(&mut self, lhs: u32, body: &Expr) -> Result<(), GrammarError> {
         match body {
-            Expr::Alt(alts) if self.inlinable(body).is_none_or(|r| self.splits(body, &r)) => {
+            Expr::Alt(alts) if self.inlinable(body).is_none() => {
                 for alt in alts {
                     self.add_alternatives(lhs, alt)?;
                 }
@@ -218,10 +218,8 @@ impl Lowerer<'_> {
 
     fn lower_into(&mut self, expr: &Expr, seq: &mut SeqBuilder) -> Result<(), GrammarError> {
         if let Some(r) = self.inlinable(expr) {
-            if !self.splits(expr, &r) {
-                seq.push_regular(r, self);
-                return Ok(());
-            }
+            seq.push_regular(r, self);
+            return Ok(());
         }
         match expr {
             Expr::Regex(h) => {
@@ -289,21 +287,6 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// Whether the regular `expr` (whose expression is `r`) is lowered structurally rather than
-    /// as one terminal: when it holds several unbounded pieces one after the other. Each then
-    /// ends a lexeme (see [`SeqBuilder::push_regular`]), so a JSON object is one lexeme per
-    /// member (`"name": "..."`), not one for the whole object: a lexer state in the middle of
-    /// one string value then looks like every other one (see `Lexer::signature`) and their
-    /// token masks are computed once.
-    fn splits(&self, expr: &Expr, r: &Regular) -> bool {
-        let structured = match expr {
-            Expr::Regex(_) => false,
-            Expr::Repeat { max, .. } => *max == Some(1),
-            Expr::Seq(_) | Expr::Alt(_) | Expr::Rule(_) => true,
-        };
-        structured && unbounded_pieces(&r.hir) >= 2
-    }
-
     /// A nonterminal deriving exactly `expr`.
     fn unit_nt(&mut self, expr: &Expr) -> Result<u32, GrammarError> {
         if let Expr::Rule(r) = expr {
@@ -338,13 +321,12 @@ struct SeqBuilder {
 }
 
 impl SeqBuilder {
-    /// Appends a regular piece. An unbounded piece (a string, a number, free text) ends its
-    /// lexeme, so what follows it starts a new one: the lexer states inside every string
-    /// value then have the same future whatever preceded the value, and share their lexeme
-    /// masks (see `Lexer::signature`).
+    /// Appends a regular piece. Unbounded pieces (string bodies, numbers, free text) stay
+    /// lexemes of their own: then every context that uses them shares one terminal, its lexer
+    /// states and their cached lexeme masks, instead of one copy per neighbouring literal.
     fn push_regular(&mut self, r: Regular, lowerer: &mut Lowerer<'_>) {
         let unbounded = r.hir.properties().maximum_len().is_none();
-        if self.pending_size + r.size > lowerer.limits.max_inline_size {
+        if unbounded || self.pending_size + r.size > lowerer.limits.max_inline_size {
             self.flush(lowerer);
         }
         self.pending_size += r.size;
@@ -670,28 +652,10 @@ fn literal_trie(words: &[Vec<u8>]) -> Hir {
     Hir::alternation(alternatives)
 }
 
-/// How many unbounded pieces `hir` strings together (counting to 2 at most): a concatenation
-/// adds up its parts, an alternation takes its largest branch, an unbounded repetition is one.
-fn unbounded_pieces(hir: &Hir) -> usize {
-    match hir.kind() {
-        _ if hir.properties().maximum_len().is_some() => 0,
-        HirKind::Concat(parts) => parts
-            .iter()
-            .map(unbounded_pieces)
-            .fold(0, |a, b| (a + b).min(2)),
-        HirKind::Alternation(alternatives) => {
-            alternatives.iter().map(unbounded_pieces).max().unwrap_or(0)
-        }
-        HirKind::Repetition(rep) if rep.max == Some(1) => unbounded_pieces(&rep.sub),
-        HirKind::Capture(capture) => unbounded_pieces(&capture.sub),
-        _ => 1,
-    }
-}
-
 /// The size of `hir` in rough NFA states: one per node, a Unicode class one per UTF-8 range
 /// it compiles to (about four per code point range). Computed iteratively.
 fn hir_size(hir: &Hir) -> usize {
-    use regex_syntax::hir::Class;
+    use regex_syntax::hir::{Class, HirKind};
     let mut size = 0;
     let mut stack = vec![hir];
     while let Some(h) = stack.pop() {

@@ -216,9 +216,8 @@ pub fn tool_grammar(tool_token: u32) -> Grammar {
     b.build(root).expect("valid grammar")
 }
 
-/// A flat record of string, number and optional fields: regular, with several unbounded
-/// pieces in a row, so it is lowered one member per lexeme and the string bodies of different
-/// members share their lexeme masks.
+/// A flat record of string, number and optional fields: string bodies in several members, whose
+/// lexer states share their lexeme masks when their futures are alike.
 pub fn record_grammar() -> Grammar {
     let string = re(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#);
     let number = re(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?");
