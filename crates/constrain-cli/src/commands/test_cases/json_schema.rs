@@ -371,6 +371,17 @@ fn print_row(name: &str, tally: Tally) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `run_cases` on a file of cases with no draft of its own.
+    fn run(
+        checker: &Checker,
+        file: &str,
+        cases: &Value,
+        options: &Options,
+        report: &mut Report,
+    ) -> Tally {
+        run_cases(file, cases, None, options, checker, report).expect("well-formed cases")
+    }
     use serde_json::json;
 
     #[test]
@@ -436,39 +447,21 @@ mod tests {
         assert_eq!(report.failed(), 0);
 
         let mut report = Report::default();
-        let tally = run_cases(
-            "a.json",
-            &suite,
-            None,
-            &Options::default(),
-            &checker,
-            &mut report,
-        )
-        .unwrap();
+        let tally = run(&checker, "a.json", &suite, &Options::default(), &mut report);
         assert_eq!((tally.instances, tally.failed), (5, 0));
-        let tally = run_cases(
+        let tally = run(
+            &checker,
             "b.json",
             &strings,
-            None,
             &Options::default(),
-            &checker,
             &mut report,
-        )
-        .unwrap();
+        );
         assert_eq!((tally.instances, tally.failed), (3, 0));
         // A wrong expectation fails its instance, once however many layouts fail.
         let wrong = json!([{"description": "d", "schema": {"type": "object"}, "tests": [
             {"description": "an object said to be invalid", "data": {"a": 1}, "valid": false}
         ]}]);
-        let tally = run_cases(
-            "w.json",
-            &wrong,
-            None,
-            &Options::default(),
-            &checker,
-            &mut report,
-        )
-        .unwrap();
+        let tally = run(&checker, "w.json", &wrong, &Options::default(), &mut report);
         assert_eq!((tally.instances, tally.failed), (1, 1));
         assert_eq!(report.failed(), 2, "compact and spaced both fail");
     }
@@ -481,30 +474,20 @@ mod tests {
             {"description": "a number", "data": 1, "valid": false},
             {"description": "an object", "data": {}, "valid": false}
         ]}]);
-        let tally = run_cases(
+        let tally = run(
+            &checker,
             "f.json",
             &nothing,
-            None,
             &Options::default(),
-            &checker,
             &mut report,
-        )
-        .unwrap();
+        );
         assert_eq!((tally.instances, tally.failed), (2, 0));
         // A valid instance of an empty schema is a failure (the expectation or the compiler is
         // wrong), never a silent pass.
         let wrong = json!([{"description": "d", "schema": {"not": {}}, "tests": [
             {"description": "said to be valid", "data": 1, "valid": true}
         ]}]);
-        let tally = run_cases(
-            "w.json",
-            &wrong,
-            None,
-            &Options::default(),
-            &checker,
-            &mut report,
-        )
-        .unwrap();
+        let tally = run(&checker, "w.json", &wrong, &Options::default(), &mut report);
         assert_eq!((tally.instances, tally.failed), (1, 1));
     }
 
@@ -515,21 +498,13 @@ mod tests {
             "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}
         }, "tests": [{"description": "b before a", "data": {"b": 1, "a": 2}, "valid": true}]}]);
         let mut report = Report::default();
-        let tally = run_cases(
-            "o.json",
-            &suite,
-            None,
-            &Options::default(),
-            &checker,
-            &mut report,
-        )
-        .unwrap();
+        let tally = run(&checker, "o.json", &suite, &Options::default(), &mut report);
         assert_eq!(tally.failed, 1, "schema order is the default");
         let any_order = Options {
             property_order: constrain_jsonschema::PropertyOrder::Any,
             ..Options::default()
         };
-        let tally = run_cases("o.json", &suite, None, &any_order, &checker, &mut report).unwrap();
+        let tally = run(&checker, "o.json", &suite, &any_order, &mut report);
         assert_eq!(tally.failed, 0);
     }
 
