@@ -12,8 +12,9 @@ use smallvec::SmallVec;
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::Cfg;
 use crate::lexer::{LexId, Lexer, LEX_DEAD};
-use crate::limits::Limits;
+use crate::limits::{Deadline, Limits};
 use crate::parser::{Parser, RowId};
+use crate::text_run::MAX_RADIUS;
 
 /// Index of an automaton state.
 pub(crate) type StateId = u32;
@@ -38,11 +39,17 @@ pub(crate) struct Automaton {
     trans: Vec<u32>,
     initial: StateId,
     max_states: usize,
+    /// Per state: its text radius (`None` until asked).
+    text_radius: Vec<Option<u8>>,
 }
 
 impl Automaton {
-    pub(crate) fn new(cfg: &Cfg, limits: &Limits) -> Result<Automaton, GrammarError> {
-        let lexer = Lexer::new(&cfg.terminals, limits)?;
+    pub(crate) fn new(
+        cfg: &Cfg,
+        limits: &Limits,
+        deadline: &Deadline,
+    ) -> Result<Automaton, GrammarError> {
+        let lexer = Lexer::new(&cfg.terminals, limits, deadline)?;
         let parser = Parser::new(cfg, limits.max_rows, limits.max_items_per_row);
         let mut automaton = Automaton {
             lexer,
@@ -52,6 +59,7 @@ impl Automaton {
             trans: Vec::new(),
             initial: DEAD,
             max_states: limits.max_states,
+            text_radius: Vec::new(),
         };
         let dead = automaton.intern(Config {
             scans: SmallVec::new(),
@@ -168,7 +176,29 @@ impl Automaton {
         self.configs.push(config);
         self.trans
             .extend(std::iter::repeat_n(UNKNOWN, self.lexer.classes()));
+        self.text_radius.push(None);
         Ok(id)
+    }
+
+    /// A lower bound of the text radius of `state` (see `text_run`; the bad state is
+    /// [`DEAD`]): unbounded when every text byte leads back to `state`, else 0. Exploring
+    /// further would build automaton states (parser rows) that no input may ever need; the
+    /// lexer's radius (`Lexer::text_radius`) covers counted strings.
+    pub(crate) fn text_radius(&mut self, state: StateId) -> Result<u8, MatchError> {
+        if let Some(known) = self.text_radius[state as usize] {
+            return Ok(known);
+        }
+        let mut loops = state != DEAD;
+        for i in 0..self.lexer.text_classes().len() {
+            if !loops {
+                break;
+            }
+            let class = self.lexer.text_classes()[i];
+            loops = self.next(state, class)? == state;
+        }
+        let radius = if loops { MAX_RADIUS } else { 0 };
+        self.text_radius[state as usize] = Some(radius);
+        Ok(radius)
     }
 
     /// Whether the input read to reach `state` is a complete sentence.

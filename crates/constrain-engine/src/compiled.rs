@@ -11,7 +11,7 @@ use crate::automaton::{Automaton, StateId, DEAD};
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::{lower, Grammar};
 use crate::lexer::LexId;
-use crate::limits::Limits;
+use crate::limits::{Deadline, Limits};
 use crate::mask::{lexeme_mask, state_mask_from_lexeme, walk_subtree, LexemeMask};
 use crate::token_index::TokenIndex;
 
@@ -67,8 +67,9 @@ impl CompiledGrammar {
         index: Arc<TokenIndex>,
         limits: Limits,
     ) -> Result<Arc<CompiledGrammar>, GrammarError> {
-        let cfg = lower(grammar, &limits)?;
-        let automaton = Automaton::new(&cfg, &limits)?;
+        let deadline = Deadline::after(limits.max_compile_time);
+        let cfg = lower(grammar, &limits, &deadline)?;
+        let automaton = Automaton::new(&cfg, &limits, &deadline)?;
         let initial = automaton.initial();
         Ok(Arc::new(CompiledGrammar {
             index,
@@ -112,51 +113,35 @@ impl CompiledGrammar {
 
     /// The cached mask of `state` (without end-of-sequence bits), computing it on first visit.
     pub(crate) fn mask(&self, state: StateId) -> Result<Arc<[u32]>, MatchError> {
-        if let Some(mask) = self.masks.read().masks.get(&state) {
-            return Ok(mask.clone());
+        if let Some(mask) = self.cached_mask(state) {
+            return Ok(mask);
         }
         let mut lazy = self.lazy.lock();
-        if let Some(mask) = self.masks.read().masks.get(&state) {
-            return Ok(mask.clone());
+        self.mask_locked(&mut lazy, state)
+    }
+
+    fn cached_mask(&self, state: StateId) -> Option<Arc<[u32]>> {
+        self.masks.read().masks.get(&state).cloned()
+    }
+
+    fn mask_locked(&self, lazy: &mut Lazy, state: StateId) -> Result<Arc<[u32]>, MatchError> {
+        if let Some(mask) = self.cached_mask(state) {
+            return Ok(mask);
         }
         let mut mask = vec![0u32; self.mask_words()];
         if state != DEAD {
-            let Lazy {
-                automaton,
-                lexeme_masks,
-                lexeme_mask_bytes,
-            } = &mut *lazy;
-            match automaton.single_scan(state) {
+            match lazy.automaton.single_scan(state) {
                 Some(lex) => {
-                    let lexeme = match lexeme_masks.get(&lex) {
-                        Some(m) => m.clone(),
-                        None => {
-                            let signature = automaton.lexer.signature(lex);
-                            let shared = signature
-                                .as_deref()
-                                .and_then(|sig| self.index.shared_lexeme_mask(sig));
-                            let m = match shared {
-                                Some(m) => m,
-                                None => {
-                                    let m = Arc::new(lexeme_mask(automaton, &self.index, lex)?);
-                                    if let Some(sig) = signature {
-                                        self.index.share_lexeme_mask(sig, m.clone());
-                                    }
-                                    m
-                                }
-                            };
-                            *lexeme_mask_bytes += m.inside.len() * 4;
-                            if *lexeme_mask_bytes > self.masks.read().budget / 2 {
-                                lexeme_masks.clear();
-                                *lexeme_mask_bytes = m.inside.len() * 4;
-                            }
-                            lexeme_masks.insert(lex, m.clone());
-                            m
-                        }
-                    };
-                    state_mask_from_lexeme(automaton, &self.index, state, &lexeme, &mut mask)?;
+                    let lexeme = self.lexeme_mask(lazy, lex)?;
+                    state_mask_from_lexeme(
+                        &mut lazy.automaton,
+                        &self.index,
+                        state,
+                        &lexeme,
+                        &mut mask,
+                    )?;
                 }
-                None => walk_subtree(automaton, &self.index, 0, state, &mut mask)?,
+                None => walk_subtree(&mut lazy.automaton, &self.index, 0, state, &mut mask)?,
             }
         }
         let mask: Arc<[u32]> = mask.into();
@@ -168,6 +153,35 @@ impl CompiledGrammar {
         }
         cache.masks.insert(state, mask.clone());
         Ok(mask)
+    }
+
+    /// The lexeme walk from `lex`: from this grammar's cache, from another grammar's through the
+    /// token index (by signature), or computed now.
+    fn lexeme_mask(&self, lazy: &mut Lazy, lex: LexId) -> Result<Arc<LexemeMask>, MatchError> {
+        if let Some(m) = lazy.lexeme_masks.get(&lex) {
+            return Ok(m.clone());
+        }
+        let signature = lazy.automaton.lexer.signature(lex);
+        let shared = signature
+            .as_deref()
+            .and_then(|sig| self.index.shared_lexeme_mask(sig));
+        let m = match shared {
+            Some(m) => m,
+            None => {
+                let m = Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?);
+                if let Some(sig) = signature {
+                    self.index.share_lexeme_mask(sig, m.clone());
+                }
+                m
+            }
+        };
+        lazy.lexeme_mask_bytes += m.inside.len() * 4;
+        if lazy.lexeme_mask_bytes > self.masks.read().budget / 2 {
+            lazy.lexeme_masks.clear();
+            lazy.lexeme_mask_bytes = m.inside.len() * 4;
+        }
+        lazy.lexeme_masks.insert(lex, m.clone());
+        Ok(m)
     }
 
     /// Sizes of the lazily built automaton: (states, parser rows, lexer states).

@@ -11,7 +11,9 @@ use regex_syntax::hir::Hir;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{GrammarError, MatchError};
-use crate::limits::Limits;
+use crate::limits::{Deadline, Limits};
+use crate::text_run::text_radius;
+use crate::token_index::is_text_byte;
 
 /// Index of a lexer state.
 pub(crate) type LexId = u32;
@@ -43,11 +45,19 @@ pub(crate) struct Lexer {
     trans: Vec<u32>,
     starts: FxHashMap<Box<[u32]>, LexId>,
     max_states: usize,
+    /// The classes of the text bytes (see `token_index::is_text_byte`).
+    text_classes: Vec<usize>,
+    /// Per state: its text radius (`None` until asked).
+    text_radius: Vec<Option<u8>>,
 }
 
 impl Lexer {
     /// Compiles one NFA per terminal, within the NFA budgets of `limits`.
-    pub(crate) fn new(terminals: &[Hir], limits: &Limits) -> Result<Lexer, GrammarError> {
+    pub(crate) fn new(
+        terminals: &[Hir],
+        limits: &Limits,
+        deadline: &Deadline,
+    ) -> Result<Lexer, GrammarError> {
         let config = thompson::Config::new()
             .nfa_size_limit(Some(limits.max_terminal_nfa_bytes))
             .shrink(false)
@@ -56,6 +66,7 @@ impl Lexer {
         let mut nfas = Vec::with_capacity(terminals.len());
         let mut total = 0usize;
         for hir in terminals {
+            deadline.check()?;
             if !hir.properties().look_set().is_empty() {
                 return Err(GrammarError::Unsupported {
                     what: format!("look-around assertion in regular expression {hir}"),
@@ -88,6 +99,11 @@ impl Lexer {
         }
         let live = nfas.iter().map(live_states).collect();
         let (byte_class, class_rep) = byte_classes(&nfas);
+        let mut text_classes: Vec<usize> = (0..=255u8)
+            .filter(|&b| is_text_byte(b))
+            .map(|b| byte_class[b as usize] as usize)
+            .collect();
+        text_classes.dedup();
         let mut lexer = Lexer {
             nfas,
             live,
@@ -100,6 +116,8 @@ impl Lexer {
             trans: Vec::new(),
             starts: FxHashMap::default(),
             max_states: limits.max_lexer_states,
+            text_classes,
+            text_radius: Vec::new(),
         };
         let dead = lexer
             .intern(Vec::new())
@@ -109,6 +127,11 @@ impl Lexer {
             })?;
         debug_assert_eq!(dead, LEX_DEAD);
         Ok(lexer)
+    }
+
+    /// The classes of the text bytes.
+    pub(crate) fn text_classes(&self) -> &[usize] {
+        &self.text_classes
     }
 
     /// Number of byte equivalence classes.
@@ -180,6 +203,26 @@ impl Lexer {
         let id = self.intern(set)?;
         self.trans[slot] = id;
         Ok(id)
+    }
+
+    /// The text radius of `state` (see `text_run`): bad states are dead or accepting (where a
+    /// lexeme walk stops).
+    pub(crate) fn text_radius(&mut self, state: LexId) -> Result<u8, MatchError> {
+        if let Some(known) = self.text_radius[state as usize] {
+            return Ok(known);
+        }
+        let classes = std::mem::take(&mut self.text_classes);
+        let radius = text_radius(state, &classes, |s, class| {
+            let next = self.next(s, class)?;
+            Ok((
+                next,
+                next == LEX_DEAD || !self.accepts[next as usize].is_empty(),
+            ))
+        });
+        self.text_classes = classes;
+        let radius = radius?;
+        self.text_radius[state as usize] = Some(radius);
+        Ok(radius)
     }
 
     /// What lexer state `state` can still read, with terminal and NFA state numbers left out:
@@ -314,6 +357,7 @@ impl Lexer {
             .collect();
         accepts.dedup();
         self.extends.push(accepts.len() < set.len());
+        self.text_radius.push(None);
         let set: Box<[(u32, u32)]> = set.into();
         self.ids.insert(set.clone(), id);
         self.states.push(set);
@@ -400,7 +444,7 @@ mod tests {
             .iter()
             .map(|p| regex_syntax::parse(p).expect("valid pattern"))
             .collect();
-        Lexer::new(&hirs, &Limits::default()).expect("builds")
+        Lexer::new(&hirs, &Limits::default(), &Deadline::after(None)).expect("builds")
     }
 
     fn read(lexer: &mut Lexer, terminal: u32, text: &[u8]) -> LexId {

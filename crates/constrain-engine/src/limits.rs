@@ -1,5 +1,9 @@
 //! Budgets that keep compilation and matching bounded in time and memory.
 
+use std::time::{Duration, Instant};
+
+use crate::error::GrammarError;
+
 /// Nesting limit for parsed regular expressions.
 pub(crate) const REGEX_NEST_LIMIT: u32 = 250;
 
@@ -25,6 +29,9 @@ pub struct Limits {
     pub mask_cache_bytes: usize,
     /// Rules and expression nodes of the lowered grammar.
     pub max_grammar_size: usize,
+    /// Wall-clock budget of [`CompiledGrammar::new`](crate::CompiledGrammar::new); `None` for
+    /// no limit.
+    pub max_compile_time: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -32,13 +39,41 @@ impl Default for Limits {
         Limits {
             max_terminal_nfa_bytes: 64 << 20,
             max_total_nfa_bytes: 512 << 20,
-            max_inline_size: 1_000_000,
+            max_inline_size: 50_000,
             max_lexer_states: 200_000,
             max_rows: 500_000,
             max_items_per_row: 100_000,
             max_states: 2_000_000,
             mask_cache_bytes: 512 << 20,
             max_grammar_size: 2_000_000,
+            max_compile_time: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+/// When a compilation started and when it must give up.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline {
+    at: Option<Instant>,
+    limit: Duration,
+}
+
+impl Deadline {
+    pub(crate) fn after(limit: Option<Duration>) -> Deadline {
+        Deadline {
+            at: limit.map(|l| Instant::now() + l),
+            limit: limit.unwrap_or(Duration::MAX),
+        }
+    }
+
+    /// An error once the deadline has passed.
+    pub(crate) fn check(&self) -> Result<(), GrammarError> {
+        match self.at {
+            Some(at) if Instant::now() >= at => Err(GrammarError::LimitExceeded {
+                what: "compile time (ms)",
+                limit: usize::try_from(self.limit.as_millis()).unwrap_or(usize::MAX),
+            }),
+            _ => Ok(()),
         }
     }
 }

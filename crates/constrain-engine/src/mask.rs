@@ -7,6 +7,10 @@
 //! shared by every automaton state that scans from it (say, every JSON string body in every
 //! context). A *state walk* then visits just those boundary subtrees with the full automaton.
 //! States with several lexemes in flight use the state walk over the whole trie.
+//!
+//! Both walks take a subtree in one step when every byte below it is a text byte and the state
+//! reached survives any text that long (a string body, or one with characters left before its
+//! `maxLength`; see `text_run`): all its tokens are then allowed.
 
 use crate::automaton::{Automaton, StateId, DEAD};
 use crate::error::MatchError;
@@ -63,6 +67,16 @@ pub(crate) fn lexeme_mask(
             i = node.subtree_end as usize;
             continue;
         }
+        if auto.lexer.accepts(next).is_empty()
+            && index.has_children(i)
+            && index.text_below(i)
+            && index.text_subtree_within(i, auto.lexer.text_radius(next)?)
+        {
+            // Every token below keeps the lexeme alive, and none can end it: inside.
+            set_bits(&mut inside, index.subtree_tokens(i));
+            i = node.subtree_end as usize;
+            continue;
+        }
         set_bits(&mut inside, index.tokens_of(i));
         if !auto.lexer.accepts(next).is_empty() {
             if index.has_children(i) {
@@ -101,6 +115,15 @@ pub(crate) fn walk_subtree(
         let node = nodes[i];
         let next = auto.next(parent, classes[node.byte as usize] as usize)?;
         if next == DEAD {
+            i = node.subtree_end as usize;
+            continue;
+        }
+        if index.has_children(i)
+            && index.text_below(i)
+            && index.text_subtree_within(i, auto.text_radius(next)?)
+        {
+            // Every token below leads to a live state.
+            set_bits(mask, index.subtree_tokens(i));
             i = node.subtree_end as usize;
             continue;
         }

@@ -30,6 +30,13 @@ pub struct TokenIndex {
     tokens: Vec<u32>,
     eos: Vec<u32>,
     mask_words: usize,
+    /// Per node (and one past the last): how many tokens the nodes before it spell. Tokens are
+    /// stored in node order, so a subtree's tokens are one contiguous run.
+    token_offset: Vec<u32>,
+    /// Per node: whether every byte below it is a [`is_text_byte`].
+    text_below: Vec<bool>,
+    /// Per node: the depth of its subtree below it (0 for a leaf), capped at 255.
+    height: Vec<u8>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
@@ -105,12 +112,35 @@ impl TokenIndex {
         }
         nodes[0].subtree_end = nodes.len() as u32;
         let mask_words = vocab.logits_width().div_ceil(32);
+        let mut token_offset = Vec::with_capacity(nodes.len() + 1);
+        let mut count = 0u32;
+        for node in &nodes {
+            token_offset.push(count);
+            count += node.tokens_len;
+        }
+        token_offset.push(count);
+        // The first node at or after each index whose byte is not text (the root counts as text).
+        let mut next_other = vec![nodes.len(); nodes.len() + 1];
+        for i in (1..nodes.len()).rev() {
+            next_other[i] = if is_text_byte(nodes[i].byte) {
+                next_other[i + 1]
+            } else {
+                i
+            };
+        }
+        let text_below = (0..nodes.len())
+            .map(|i| next_other[i + 1] >= nodes[i].subtree_end as usize)
+            .collect();
+        let height = subtree_heights(&nodes);
         Arc::new(TokenIndex {
             vocab,
             nodes,
             tokens,
             eos,
             mask_words,
+            token_offset,
+            text_below,
+            height,
             lexeme_masks: Mutex::default(),
         })
     }
@@ -179,6 +209,50 @@ impl TokenIndex {
     pub(crate) fn has_children(&self, node: usize) -> bool {
         self.nodes[node].subtree_end as usize > node + 1
     }
+
+    /// The tokens spelled by `node` and every node below it.
+    pub(crate) fn subtree_tokens(&self, node: usize) -> &[u32] {
+        let end = self.nodes[node].subtree_end as usize;
+        &self.tokens[self.token_offset[node] as usize..self.token_offset[end] as usize]
+    }
+
+    /// Whether a state of text radius `radius` (see `text_run`) reached at `node` allows every
+    /// token below it: all bytes below are text, and no deeper than the radius.
+    pub(crate) fn text_subtree_within(&self, node: usize, radius: u8) -> bool {
+        self.text_below[node] && self.height[node] <= radius
+    }
+
+    /// Whether every byte below `node` is a text byte (see [`is_text_byte`]).
+    pub(crate) fn text_below(&self, node: usize) -> bool {
+        self.text_below[node]
+    }
+}
+
+/// Per node of a depth-first trie: how deep its subtree goes below it (capped at 255).
+fn subtree_heights(nodes: &[Node]) -> Vec<u8> {
+    let mut parent = vec![0u32; nodes.len()];
+    // Open ancestors: (node, end of its subtree).
+    let mut open: Vec<(usize, usize)> = vec![(0, nodes.len())];
+    for (i, node) in nodes.iter().enumerate().skip(1) {
+        while open.last().is_some_and(|&(_, end)| end <= i) {
+            open.pop();
+        }
+        parent[i] = open.last().map_or(0, |&(p, _)| p as u32);
+        open.push((i, node.subtree_end as usize));
+    }
+    let mut height = vec![0u8; nodes.len()];
+    for i in (1..nodes.len()).rev() {
+        let p = parent[i] as usize;
+        height[p] = height[p].max(height[i].saturating_add(1));
+    }
+    height
+}
+
+/// Printable ASCII other than `"` and `\`: what long runs inside JSON strings and free text are
+/// made of. A walk that reaches a state which every such byte leads back to can take a whole
+/// subtree of such bytes at once (see `mask.rs`).
+pub(crate) fn is_text_byte(b: u8) -> bool {
+    (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\'
 }
 
 /// Sets the bits of `tokens` in `mask`.

@@ -120,6 +120,25 @@ fn hundred_thousand_way_alternation() {
 }
 
 #[test]
+fn regular_expression_too_large_for_one_terminal_is_split() {
+    // 5,000 counted copies of a small piece: far beyond one terminal's budget, so the
+    // repetition becomes grammar structure over small terminals instead of an error.
+    let unit = "(?:alpha|beta|gamma)[0-9]{3};";
+    let expr = Expr::regex(&format!("(?:{unit}){{5000}}")).unwrap();
+    let mut b = GrammarBuilder::new();
+    let root = b.add_rule("root", expr).unwrap();
+    let g = try_compile(&b.build(root).unwrap(), Limits::default()).unwrap();
+    let good: String = (0..5_000)
+        .map(|i| format!("beta{:03};", i % 1000))
+        .collect();
+    assert!(accepts(&g, good.as_bytes()));
+    let short: String = (0..4_999).map(|_| "alpha123;").collect();
+    assert!(!accepts(&g, short.as_bytes()));
+    let bad = good.replacen("beta", "delta", 1);
+    assert!(!accepts(&g, bad.as_bytes()));
+}
+
+#[test]
 fn ambiguous_grammar_stays_polynomial() {
     // S ::= S S | "a" has exponentially many parses; Earley rows stay small.
     let mut b = GrammarBuilder::new();
@@ -214,4 +233,29 @@ fn nested_counted_repetitions_stay_within_budgets() {
     let g = try_compile(&b.build(root).unwrap(), Limits::default()).unwrap();
     assert!(accepts(&g, b"# abc\n- x y z\n- \n# d\n"));
     assert!(!accepts(&g, b"# abc\n- x # y\n"));
+}
+
+#[test]
+fn the_compile_time_budget_ends_in_a_clean_error() {
+    let mut b = GrammarBuilder::new();
+    let root = b
+        .add_rule("root", Expr::regex("[a-z]+(,[a-z]+)*").unwrap())
+        .unwrap();
+    let grammar = b.build(root).unwrap();
+    let no_time = Limits {
+        max_compile_time: Some(std::time::Duration::ZERO),
+        ..Limits::default()
+    };
+    let err = try_compile(&grammar, no_time).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            GrammarError::LimitExceeded {
+                what: "compile time (ms)",
+                limit: 0
+            }
+        ),
+        "{err}"
+    );
+    assert!(try_compile(&grammar, Limits::default()).is_ok());
 }

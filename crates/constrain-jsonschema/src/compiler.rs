@@ -10,6 +10,7 @@ pub(crate) fn compile(
     schema: &serde_json::Value,
     options: &Options,
 ) -> Result<Compiled, SchemaError> {
+    let _deadline = crate::deadline::Guard::install(options.max_compile_time);
     let doc = Document::new(schema);
     let base = doc.base_at("");
     let mut ctx = Ctx::new(options, doc);

@@ -85,6 +85,7 @@
 mod algebra;
 mod compiler;
 mod ctx;
+mod deadline;
 mod document;
 mod emit;
 mod error;

@@ -155,6 +155,15 @@ pub struct Options {
     /// Enforce `format` (as generators need). The 2020-12 specification makes `format` an
     /// annotation by default; `false` treats it as one.
     pub assert_formats: bool,
+    /// Wall-clock budget of one compilation; past it, compilation stops with
+    /// [`SchemaError::TooComplex`](crate::SchemaError::TooComplex). `None` for no limit.
+    pub max_compile_time: Option<std::time::Duration>,
+}
+
+impl Options {
+    /// The default of [`Options::max_compile_time`]: generous, since schemas that take this
+    /// long are rare and legitimate ones may be large.
+    pub const DEFAULT_COMPILE_TIME: std::time::Duration = std::time::Duration::from_secs(60);
 }
 
 impl Default for Options {
@@ -168,6 +177,7 @@ impl Default for Options {
             max_untyped_depth: u32::MAX,
             max_any_order_properties: 6,
             assert_formats: true,
+            max_compile_time: Some(Options::DEFAULT_COMPILE_TIME),
         }
     }
 }

@@ -221,3 +221,26 @@ fn recursion_through_the_root_is_fine() {
         (false, false)
     );
 }
+
+#[test]
+fn the_compile_time_budget_ends_in_a_clean_error() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 20},
+            "b": {"type": "array", "items": {"type": "integer", "minimum": 3}}
+        }
+    });
+    let no_time = Options {
+        max_compile_time: Some(std::time::Duration::ZERO),
+        ..Options::default()
+    };
+    match compile(&schema, &no_time) {
+        Err(SchemaError::TooComplex { what, limit, .. }) => {
+            assert_eq!((what.as_str(), limit), ("compile time (ms)", 0));
+        }
+        other => panic!("expected a time budget error, got {other:?}"),
+    }
+    // The budget belongs to one compilation: the next one, with the default, succeeds.
+    assert!(compile(&schema, &Options::default()).is_ok());
+}

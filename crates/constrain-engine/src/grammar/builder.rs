@@ -101,13 +101,12 @@ impl GrammarBuilder {
             let name = self.names.get(start.index()).cloned().unwrap_or_default();
             return Err(GrammarError::UndefinedStart { name });
         }
-        let mut rules = Vec::with_capacity(self.names.len());
-        for (name, body) in self.names.iter().zip(&self.bodies) {
-            rules.push(RuleDef {
-                name: name.clone(),
-                body: body.clone(),
-            });
-        }
+        let rules: Vec<RuleDef> = self
+            .names
+            .into_iter()
+            .zip(self.bodies)
+            .map(|(name, body)| RuleDef { name, body })
+            .collect();
         for rule in &rules {
             if let Some(body) = &rule.body {
                 let mut missing = None;

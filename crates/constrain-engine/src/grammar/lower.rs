@@ -5,13 +5,15 @@
 //! `A ::= x A | y` is rewritten to `x* y` (Arden's rule), and adjacent regular pieces of a
 //! sequence are concatenated into a single terminal.
 
+use std::borrow::Cow;
+
 use regex_syntax::hir::{Hir, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::builder::Grammar;
 use super::expr::{Expr, RuleId};
 use crate::error::GrammarError;
-use crate::limits::Limits;
+use crate::limits::{Deadline, Limits};
 
 /// A grammar symbol of the lowered grammar.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -40,33 +42,34 @@ const MAX_INLINE_DEPTH: usize = 100;
 /// Expression nesting accepted at all (front-ends produce far less).
 const MAX_EXPR_DEPTH: usize = 1_000;
 
-/// A regular expression with its size and nesting depth, for inlining budgets.
+/// A regular expression with its size, for inlining budgets.
 #[derive(Clone, Debug)]
 struct Regular {
     hir: Hir,
     size: usize,
-    depth: usize,
-}
-
-impl Regular {
-    fn new(hir: Hir, size: usize, depth: usize) -> Regular {
-        Regular { hir, size, depth }
-    }
 }
 
 /// Lowers `grammar` into a [`Cfg`].
-pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarError> {
+pub(crate) fn lower(
+    grammar: &Grammar,
+    limits: &Limits,
+    deadline: &Deadline,
+) -> Result<Cfg, GrammarError> {
     for (_, _, body) in grammar.rules() {
         check_depth(body, 0)?;
     }
-    let bodies: Vec<Expr> = grammar
+    let bodies: Vec<Cow<'_, Expr>> = grammar
         .rules()
-        .map(|(id, _, body)| rewrite_tail_recursion(id, body).unwrap_or_else(|| body.clone()))
+        .map(|(id, _, body)| {
+            rewrite_tail_recursion(id, body).map_or(Cow::Borrowed(body), Cow::Owned)
+        })
         .collect();
     let recursive = recursive_rules(&bodies);
     let mut lowerer = Lowerer {
         grammar,
         limits,
+        deadline,
+        bodies: &bodies,
         regular: vec![None; bodies.len()],
         rule_nt: vec![None; bodies.len()],
         cfg: Cfg {
@@ -78,16 +81,20 @@ pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarEr
         terminal_ids: FxHashMap::default(),
         size: 0,
         pending_rules: Vec::new(),
+        sizes: Default::default(),
     };
     for rule in post_order(&bodies) {
         if !recursive[rule] {
             lowerer.regular[rule] = lowerer
-                .as_regular(&bodies[rule])
-                .filter(|r| r.size <= limits.max_inline_size && r.depth <= MAX_INLINE_DEPTH);
+                .regular_size(&bodies[rule])
+                .filter(|&(size, depth)| {
+                    size <= limits.max_inline_size && depth <= MAX_INLINE_DEPTH
+                });
         }
     }
     let start_nt = lowerer.nt_of(grammar.start());
     while let Some((rule, nt)) = lowerer.pending_rules.pop() {
+        deadline.check()?;
         lowerer.add_alternatives(nt, &bodies[rule.index()])?;
     }
     let start = lowerer.new_nt("<start>");
@@ -101,8 +108,13 @@ pub(crate) fn lower(grammar: &Grammar, limits: &Limits) -> Result<Cfg, GrammarEr
 struct Lowerer<'a> {
     grammar: &'a Grammar,
     limits: &'a Limits,
-    /// Per rule: its regular expression, when the rule is regular and small enough to inline.
-    regular: Vec<Option<Regular>>,
+    deadline: &'a Deadline,
+    /// The rule bodies (tail recursion rewritten).
+    bodies: &'a [Cow<'a, Expr>],
+    /// Per rule: its size and nesting depth as one regular expression, when the rule is
+    /// regular and small enough to inline. Expressions are only built where a terminal needs
+    /// them: a rule used in many places is then never kept (or copied) whole.
+    regular: Vec<Option<(usize, usize)>>,
     rule_nt: Vec<Option<u32>>,
     cfg: Cfg,
     terminal_ids: FxHashMap<String, u32>,
@@ -110,55 +122,65 @@ struct Lowerer<'a> {
     /// Rules given a nonterminal whose bodies are not lowered yet (a worklist, so that long
     /// chains of rules never deepen the call stack).
     pending_rules: Vec<(RuleId, u32)>,
+    /// Sizes of regular expressions of the grammar, by address (see [`Lowerer::hir_size`]).
+    sizes: std::cell::RefCell<FxHashMap<usize, usize>>,
 }
 
 impl Lowerer<'_> {
-    /// The regular expression of `expr`, if it is regular given the rules known to be regular.
+    /// The regular expression of `expr`, if it is regular given the rules known to be regular
+    /// and within the inlining budgets. Sizes are checked before anything is built, so a
+    /// too-large expression costs one traversal, not a copy.
     fn as_regular(&self, expr: &Expr) -> Option<Regular> {
+        let (size, depth) = self.regular_size(expr)?;
+        (size <= self.limits.max_inline_size && depth <= MAX_INLINE_DEPTH).then(|| Regular {
+            hir: self.build_regular(expr),
+            size,
+        })
+    }
+
+    /// The size and nesting depth of `expr` as one regular expression, `None` when it is not
+    /// regular. Stops counting (returning a size over the budget) as soon as the budget is
+    /// exceeded.
+    fn regular_size(&self, expr: &Expr) -> Option<(usize, usize)> {
+        let over = self.limits.max_inline_size.saturating_add(1);
         match expr {
-            Expr::Regex(h) => Some(Regular::new((**h).clone(), hir_size(h), 1)),
-            Expr::Rule(r) => self.regular[r.index()].clone(),
+            Expr::Regex(h) => Some((self.hir_size(h), 1)),
+            Expr::Rule(r) => self.regular[r.index()],
             Expr::Seq(parts) | Expr::Alt(parts) => {
-                let mut hirs = Vec::with_capacity(parts.len());
-                let (mut size, mut depth) = (1, 0);
+                let (mut size, mut depth) = (1usize, 0);
                 for p in parts {
-                    let r = self.as_regular(p)?;
-                    size += r.size;
-                    depth = depth.max(r.depth);
+                    let (s, d) = self.regular_size(p)?;
+                    size = size.saturating_add(s);
+                    depth = depth.max(d);
                     if size > self.limits.max_inline_size {
-                        return None;
+                        return Some((over, depth + 1));
                     }
-                    hirs.push(r.hir);
                 }
-                let hir = match expr {
-                    Expr::Seq(_) => Hir::concat(hirs),
-                    _ if hirs.is_empty() => Hir::fail(),
-                    _ => alternation(hirs),
-                };
-                Some(Regular::new(hir, size, depth + 1))
+                Some((size, depth + 1))
             }
             Expr::Repeat { expr, min, max } => {
-                let r = self.as_regular(expr)?;
+                let (s, d) = self.regular_size(expr)?;
                 let copies = max.unwrap_or(*min).max(1) as usize;
-                let size = r.size.saturating_mul(copies).saturating_add(1);
-                if size > self.limits.max_inline_size {
-                    return None;
-                }
-                let hir = Hir::repetition(Repetition {
-                    min: *min,
-                    max: *max,
-                    greedy: true,
-                    sub: Box::new(r.hir),
-                });
-                Some(Regular::new(hir, size, r.depth + 1))
+                Some((s.saturating_mul(copies).saturating_add(1), d + 1))
             }
         }
     }
 
-    /// The regular expression of `expr` if it is regular and within the inlining budgets.
-    fn inlinable(&self, expr: &Expr) -> Option<Regular> {
-        self.as_regular(expr)
-            .filter(|r| r.size <= self.limits.max_inline_size && r.depth <= MAX_INLINE_DEPTH)
+    /// The regular expression of `expr`, which [`Lowerer::regular_size`] found regular.
+    fn build_regular(&self, expr: &Expr) -> Hir {
+        match expr {
+            Expr::Regex(h) => (**h).clone(),
+            Expr::Rule(r) => self.build_regular(&self.bodies[r.index()]),
+            Expr::Seq(parts) => Hir::concat(parts.iter().map(|p| self.build_regular(p)).collect()),
+            Expr::Alt(parts) if parts.is_empty() => Hir::fail(),
+            Expr::Alt(parts) => alternation(parts.iter().map(|p| self.build_regular(p)).collect()),
+            Expr::Repeat { expr, min, max } => Hir::repetition(Repetition {
+                min: *min,
+                max: *max,
+                greedy: true,
+                sub: Box::new(self.build_regular(expr)),
+            }),
+        }
     }
 
     fn new_nt(&mut self, name: &str) -> u32 {
@@ -195,10 +217,19 @@ impl Lowerer<'_> {
     /// Adds `lhs -> alt` for every top-level alternative of `body`.
     fn add_alternatives(&mut self, lhs: u32, body: &Expr) -> Result<(), GrammarError> {
         match body {
-            Expr::Alt(alts) if self.inlinable(body).is_none() => {
-                for alt in alts {
+            Expr::Alt(alts) if self.as_regular(body).is_none() => {
+                let (words, others) = split_literals(alts);
+                if let Some(trie) = words {
+                    self.add_hir_alternatives(lhs, &trie)?;
+                    // Sizes are cached by address, and the trie is about to be freed.
+                    self.sizes.borrow_mut().clear();
+                }
+                for alt in others {
                     self.add_alternatives(lhs, alt)?;
                 }
+            }
+            Expr::Regex(h) if self.as_regular(body).is_none() => {
+                self.add_hir_alternatives(lhs, h)?;
             }
             _ => {
                 if let Some(rhs) = self.lower_seq(body)? {
@@ -217,17 +248,13 @@ impl Lowerer<'_> {
     }
 
     fn lower_into(&mut self, expr: &Expr, seq: &mut SeqBuilder) -> Result<(), GrammarError> {
-        if let Some(r) = self.inlinable(expr) {
+        self.deadline.check()?;
+        if let Some(r) = self.as_regular(expr) {
             seq.push_regular(r, self);
             return Ok(());
         }
         match expr {
-            Expr::Regex(h) => {
-                return Err(GrammarError::LimitExceeded {
-                    what: "size of one regular expression (HIR nodes)",
-                    limit: self.limits.max_inline_size.min(hir_size(h)),
-                })
-            }
+            Expr::Regex(h) => self.lower_hir_into(h, seq)?,
             Expr::Seq(parts) => {
                 for p in parts {
                     self.lower_into(p, seq)?;
@@ -248,43 +275,130 @@ impl Lowerer<'_> {
                 max,
             } => {
                 let unit = self.unit_nt(inner)?;
-                let count = max.unwrap_or(*min) as usize;
-                if count.saturating_add(self.size) > self.limits.max_grammar_size {
-                    return Err(GrammarError::LimitExceeded {
-                        what: "repetition count",
-                        limit: self.limits.max_grammar_size,
-                    });
-                }
-                for _ in 0..*min {
-                    seq.push_sym(Sym::N(unit), self);
-                }
-                match max {
-                    None => {
-                        // star -> ε | star unit  (left recursion keeps Earley rows small)
-                        let star = self.new_nt("<star>");
-                        self.add_production(star, vec![]);
-                        self.add_production(star, vec![Sym::N(star), Sym::N(unit)]);
-                        seq.push_sym(Sym::N(star), self);
-                    }
-                    Some(max) if max > min => {
-                        // opt_k -> ε | unit opt_{k-1}
-                        let mut opt = self.new_nt("<opt>");
-                        self.add_production(opt, vec![]);
-                        self.add_production(opt, vec![Sym::N(unit)]);
-                        for _ in 1..(max - min) {
-                            let next = self.new_nt("<opt>");
-                            self.add_production(next, vec![]);
-                            self.add_production(next, vec![Sym::N(unit), Sym::N(opt)]);
-                            opt = next;
-                        }
-                        seq.push_sym(Sym::N(opt), self);
-                    }
-                    Some(_) => {}
-                }
+                self.push_repetition(unit, *min, *max, seq)?;
                 self.check_size()?;
             }
         }
         Ok(())
+    }
+
+    /// Appends `min..=max` (unbounded when `None`) copies of nonterminal `unit` to `seq`.
+    fn push_repetition(
+        &mut self,
+        unit: u32,
+        min: u32,
+        max: Option<u32>,
+        seq: &mut SeqBuilder,
+    ) -> Result<(), GrammarError> {
+        let count = max.unwrap_or(min) as usize;
+        if count.saturating_add(self.size) > self.limits.max_grammar_size {
+            return Err(GrammarError::LimitExceeded {
+                what: "repetition count",
+                limit: self.limits.max_grammar_size,
+            });
+        }
+        for _ in 0..min {
+            seq.push_sym(Sym::N(unit), self);
+        }
+        match max {
+            None => {
+                // star -> ε | star unit  (left recursion keeps Earley rows small)
+                let star = self.new_nt("<star>");
+                self.add_production(star, vec![]);
+                self.add_production(star, vec![Sym::N(star), Sym::N(unit)]);
+                seq.push_sym(Sym::N(star), self);
+            }
+            Some(max) if max > min => {
+                // opt_k -> ε | unit opt_{k-1}
+                let mut opt = self.new_nt("<opt>");
+                self.add_production(opt, vec![]);
+                self.add_production(opt, vec![Sym::N(unit)]);
+                for _ in 1..(max - min) {
+                    let next = self.new_nt("<opt>");
+                    self.add_production(next, vec![]);
+                    self.add_production(next, vec![Sym::N(unit), Sym::N(opt)]);
+                    opt = next;
+                }
+                seq.push_sym(Sym::N(opt), self);
+            }
+            Some(_) => {}
+        }
+        self.check_size()
+    }
+
+    /// Lowers a regular expression too large to be one terminal: its top level becomes
+    /// grammar structure, its parts terminals (or are split further).
+    fn lower_hir_into(&mut self, hir: &Hir, seq: &mut SeqBuilder) -> Result<(), GrammarError> {
+        use regex_syntax::hir::HirKind;
+        self.deadline.check()?;
+        let size = self.hir_size(hir);
+        if size <= self.limits.max_inline_size {
+            seq.push_regular(
+                Regular {
+                    hir: hir.clone(),
+                    size,
+                },
+                self,
+            );
+            return Ok(());
+        }
+        match hir.kind() {
+            HirKind::Concat(parts) => {
+                for p in parts {
+                    self.lower_hir_into(p, seq)?;
+                }
+            }
+            HirKind::Alternation(_) => {
+                let nt = self.new_nt("<alt>");
+                self.add_hir_alternatives(nt, hir)?;
+                seq.push_sym(Sym::N(nt), self);
+            }
+            HirKind::Repetition(rep) => {
+                let unit = self.new_nt("<item>");
+                self.add_hir_alternatives(unit, &rep.sub)?;
+                self.push_repetition(unit, rep.min, rep.max, seq)?;
+            }
+            HirKind::Capture(cap) => self.lower_hir_into(&cap.sub, seq)?,
+            _ => {
+                return Err(GrammarError::LimitExceeded {
+                    what: "size of one regular expression (HIR nodes)",
+                    limit: self.limits.max_inline_size,
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `lhs -> alt` for every top-level alternative of the regular expression `hir`.
+    fn add_hir_alternatives(&mut self, lhs: u32, hir: &Hir) -> Result<(), GrammarError> {
+        use regex_syntax::hir::HirKind;
+        match hir.kind() {
+            HirKind::Alternation(alts) if self.hir_size(hir) > self.limits.max_inline_size => {
+                for alt in alts {
+                    self.add_hir_alternatives(lhs, alt)?;
+                }
+            }
+            _ => {
+                let mut seq = SeqBuilder::default();
+                self.lower_hir_into(hir, &mut seq)?;
+                if let Some(rhs) = seq.finish(self)? {
+                    self.add_production(lhs, rhs);
+                }
+            }
+        }
+        self.check_size()
+    }
+
+    /// [`hir_size`], remembered per node: splitting a large expression asks again for the
+    /// sizes of its parts at every level.
+    fn hir_size(&self, hir: &Hir) -> usize {
+        let key = hir as *const Hir as usize;
+        if let Some(&size) = self.sizes.borrow().get(&key) {
+            return size;
+        }
+        let size = hir_size(hir);
+        self.sizes.borrow_mut().insert(key, size);
+        size
     }
 
     /// A nonterminal deriving exactly `expr`.
@@ -428,8 +542,8 @@ fn references(body: &Expr) -> Vec<usize> {
 }
 
 /// Rules in post-order of the reference graph (callees before callers), iteratively.
-fn post_order(bodies: &[Expr]) -> Vec<usize> {
-    let refs: Vec<Vec<usize>> = bodies.iter().map(references).collect();
+fn post_order(bodies: &[Cow<'_, Expr>]) -> Vec<usize> {
+    let refs: Vec<Vec<usize>> = bodies.iter().map(|b| references(b)).collect();
     let mut state = vec![0u8; bodies.len()]; // 0 new, 1 open, 2 done
     let mut order = Vec::with_capacity(bodies.len());
     for root in 0..bodies.len() {
@@ -456,9 +570,9 @@ fn post_order(bodies: &[Expr]) -> Vec<usize> {
 }
 
 /// Which rules lie on a reference cycle (Tarjan's strongly connected components, iteratively).
-fn recursive_rules(bodies: &[Expr]) -> Vec<bool> {
+fn recursive_rules(bodies: &[Cow<'_, Expr>]) -> Vec<bool> {
     let n = bodies.len();
-    let refs: Vec<Vec<usize>> = bodies.iter().map(references).collect();
+    let refs: Vec<Vec<usize>> = bodies.iter().map(|b| references(b)).collect();
     let mut index = vec![usize::MAX; n];
     let mut low = vec![0usize; n];
     let mut on_stack = vec![false; n];
@@ -548,16 +662,18 @@ fn prune_unproductive(cfg: &mut Cfg, start_name: &str) -> Result<(), GrammarErro
     Ok(())
 }
 
+/// Literal alternatives from which on they are merged into a trie.
+const MIN_TRIE_LITERALS: usize = 16;
+
 /// Alternatives from which literal-only ones are merged into a trie: a long list of words (a big
 /// `enum`, say) then costs NFA states in proportion to its distinct prefixes, not its size.
 fn alternation(hirs: Vec<Hir>) -> Hir {
     use regex_syntax::hir::HirKind;
-    const MIN_LITERALS: usize = 16;
     let literals = hirs
         .iter()
         .filter(|h| matches!(h.kind(), HirKind::Literal(_)))
         .count();
-    if literals < MIN_LITERALS {
+    if literals < MIN_TRIE_LITERALS {
         return Hir::alternation(hirs);
     }
     let mut words = Vec::with_capacity(literals);
@@ -572,6 +688,33 @@ fn alternation(hirs: Vec<Hir>) -> Hir {
     words.dedup();
     others.push(literal_trie(&words));
     Hir::alternation(others)
+}
+
+/// Splits alternatives into the trie of their literals (when there are enough of them for
+/// [`alternation`] to merge) and the rest, so a huge word list never becomes one production
+/// per word.
+fn split_literals(alts: &[Expr]) -> (Option<Hir>, Vec<&Expr>) {
+    use regex_syntax::hir::HirKind;
+    let is_literal =
+        |e: &Expr| matches!(e, Expr::Regex(h) if matches!(h.kind(), HirKind::Literal(_)));
+    let mut words = Vec::new();
+    let mut others = Vec::new();
+    for alt in alts {
+        match alt {
+            Expr::Regex(h) if is_literal(alt) => {
+                if let HirKind::Literal(lit) = h.kind() {
+                    words.push(lit.0.to_vec());
+                }
+            }
+            _ => others.push(alt),
+        }
+    }
+    if words.len() < MIN_TRIE_LITERALS {
+        return (None, alts.iter().collect());
+    }
+    words.sort_unstable();
+    words.dedup();
+    (Some(literal_trie(&words)), others)
 }
 
 /// The trie of sorted, distinct `words` as one expression, built bottom-up without recursion.
@@ -652,23 +795,43 @@ fn literal_trie(words: &[Vec<u8>]) -> Hir {
     Hir::alternation(alternatives)
 }
 
-/// The size of `hir` in rough NFA states: one per node, a Unicode class one per UTF-8 range
-/// it compiles to (about four per code point range). Computed iteratively.
+/// The size of `hir` in rough NFA states: one per node or literal byte, a Unicode class one per UTF-8 range
+/// it compiles to (about four per code point range), a counted repetition its body once per
+/// copy. Computed iteratively (post-order over an explicit stack), saturating.
 fn hir_size(hir: &Hir) -> usize {
     use regex_syntax::hir::{Class, HirKind};
-    let mut size = 0;
-    let mut stack = vec![hir];
-    while let Some(h) = stack.pop() {
-        size += match h.kind() {
-            HirKind::Class(Class::Unicode(class)) => 1 + 4 * class.ranges().len(),
-            _ => 1,
-        };
+    fn own(h: &Hir) -> usize {
         match h.kind() {
-            HirKind::Concat(hs) | HirKind::Alternation(hs) => stack.extend(hs.iter()),
-            HirKind::Repetition(rep) => stack.push(&rep.sub),
-            HirKind::Capture(cap) => stack.push(&cap.sub),
-            _ => {}
+            HirKind::Class(Class::Unicode(class)) => 1 + 4 * class.ranges().len(),
+            HirKind::Literal(lit) => lit.0.len().max(1),
+            _ => 1,
         }
     }
-    size
+    // (node, visited children?) and the sizes of finished children.
+    let mut stack: Vec<(&Hir, bool)> = vec![(hir, false)];
+    let mut sizes: Vec<usize> = Vec::new();
+    while let Some((h, expanded)) = stack.pop() {
+        let children: &[Hir] = match h.kind() {
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs,
+            HirKind::Repetition(rep) => std::slice::from_ref(&*rep.sub),
+            HirKind::Capture(cap) => std::slice::from_ref(&*cap.sub),
+            _ => &[],
+        };
+        if !expanded && !children.is_empty() {
+            stack.push((h, true));
+            stack.extend(children.iter().map(|c| (c, false)));
+            continue;
+        }
+        let inner = sizes.split_off(sizes.len() - children.len());
+        let sum = inner.iter().fold(0usize, |a, &b| a.saturating_add(b));
+        let size = match h.kind() {
+            HirKind::Repetition(rep) => {
+                let copies = rep.max.unwrap_or(rep.min).max(1) as usize;
+                sum.saturating_mul(copies)
+            }
+            _ => sum,
+        };
+        sizes.push(own(h).saturating_add(size));
+    }
+    sizes.pop().unwrap_or(0)
 }

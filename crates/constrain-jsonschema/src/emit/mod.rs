@@ -68,10 +68,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
         mut self,
         root: &Node,
     ) -> Result<(constrain_engine::Grammar, Vec<crate::Warning>), SchemaError> {
-        let t0 = std::time::Instant::now();
         let value = self.emit(root, 0)?;
         self.drain()?;
-        let t1 = std::time::Instant::now();
         let doc = Expr::seq(vec![
             self.layout.outer_gap(),
             value,
@@ -96,17 +94,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 self.b.define(rule, Expr::nothing())?;
             }
         }
-        let t2 = std::time::Instant::now();
         let grammar = self.b.build(start)?;
-        if std::env::var("SCRATCH_TIMING").is_ok() {
-            eprintln!(
-                "emit {:?} prune+define {:?} build {:?} rules {}",
-                t1 - t0,
-                t2 - t1,
-                t2.elapsed(),
-                self.rules
-            );
-        }
         Ok((grammar, std::mem::take(&mut self.ctx.warnings)))
     }
 
@@ -191,6 +179,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// The grammar of the values of `node`, nested `depth` levels deep (only indentation
     /// depends on the depth).
     pub(crate) fn emit(&mut self, node: &Node, depth: u32) -> Result<Expr, SchemaError> {
+        if let Some(limit) = crate::deadline::expired() {
+            return Err(SchemaError::TooComplex {
+                pointer: self.pointer.clone(),
+                what: crate::deadline::WHAT.into(),
+                limit,
+            });
+        }
         let depth = self.layout.depth_key(depth);
         match node {
             Node::Any => self.any_value(depth, self.ctx.options.max_untyped_depth),

@@ -31,6 +31,17 @@ pub(crate) struct TooLarge {
 
 type Result<T> = std::result::Result<T, TooLarge>;
 
+/// Fails once the compilation's deadline has passed (checked as automata grow).
+fn check_deadline() -> Result<()> {
+    match crate::deadline::expired() {
+        Some(limit) => Err(TooLarge {
+            what: crate::deadline::WHAT.into(),
+            limit,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A deterministic automaton; a missing transition goes to an implicit dead state.
 #[derive(Clone, Debug)]
 pub(crate) struct Dfa {
@@ -120,6 +131,7 @@ impl Dfa {
                                     limit: MAX_DFA_STATES,
                                 });
                             }
+                            check_deadline()?;
                             index.insert((t1, t2), n);
                             pairs.push((t1, t2));
                             n
@@ -364,6 +376,7 @@ impl Dfa {
                 in_edges[*r].remove(&q);
             }
             in_edges[q].clear();
+            check_deadline()?;
             if total > MAX_RE_SIZE {
                 return Err(TooLarge {
                     what: "expression rebuilt from an automaton".into(),
@@ -427,6 +440,9 @@ impl Nfa {
                 what: "automaton (NFA) states".into(),
                 limit: MAX_NFA_STATES,
             });
+        }
+        if self.eps.len() % 1024 == 0 {
+            check_deadline()?;
         }
         self.eps.push(Vec::new());
         self.looks.push(Vec::new());
@@ -594,6 +610,7 @@ impl Nfa {
                                 limit: MAX_DFA_STATES,
                             });
                         }
+                        check_deadline()?;
                         let id = sets.len() as u32;
                         index.insert(target.clone(), id);
                         sets.push(target);

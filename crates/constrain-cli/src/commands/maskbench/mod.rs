@@ -62,6 +62,10 @@ pub struct Args {
     /// The tokenizer's name in the summary [default: the name of its directory].
     #[arg(long, value_name = "NAME")]
     tokenizer_name: Option<String>,
+    /// Compile-time budget per schema, in milliseconds: a schema still compiling after it is a
+    /// `compile_error` ("compile time (ms) exceeds the limit"), as a server would refuse it.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    compile_budget_ms: u64,
 }
 
 /// Runs the benchmark. Exits with 1 when a schema crashed or accepted an invalid instance.
@@ -108,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .name("maskbench".into())
             .stack_size(BENCH_STACK_BYTES)
             .spawn_scoped(scope, || -> anyhow::Result<Duration> {
-                let bench = Bench::new(tokenizer)?;
+                let bench = Bench::new(tokenizer, Duration::from_millis(args.compile_budget_ms))?;
                 let started = Instant::now();
                 for path in &files {
                     let id = dataset::file_id(path);

@@ -2,9 +2,9 @@
 //! mask (see the MaskBench protocol in the crate's documentation of `bench maskbench`).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use constrain_engine::{CompiledGrammar, Limits, Matcher, TokenIndex};
+use constrain_engine::{CompiledGrammar, GrammarError, Limits, Matcher, TokenIndex};
 use constrain_vocab::Tokenizer;
 
 use super::dataset::SchemaFile;
@@ -17,6 +17,8 @@ pub struct Bench {
     eos: Vec<u32>,
     limits: Limits,
     options: constrain_jsonschema::Options,
+    /// Compile-time budget of one schema, shared by the schema compiler and the engine.
+    compile_budget: Duration,
 }
 
 /// One schema's record plus its raw timing samples (nanoseconds) for the summary.
@@ -41,7 +43,7 @@ enum Outcome {
 
 impl Bench {
     /// Prepares a run over `tokenizer`'s vocabulary (the token index is built here, untimed).
-    pub fn new(tokenizer: Tokenizer) -> anyhow::Result<Bench> {
+    pub fn new(tokenizer: Tokenizer, compile_budget: Duration) -> anyhow::Result<Bench> {
         let vocab = tokenizer.vocabulary().clone();
         let eos = vocab.eos_tokens().to_vec();
         anyhow::ensure!(
@@ -53,17 +55,35 @@ impl Bench {
             tokenizer,
             eos,
             limits: Limits::default(),
-            options: constrain_jsonschema::Options::default(),
+            options: constrain_jsonschema::Options {
+                max_compile_time: Some(compile_budget),
+                ..constrain_jsonschema::Options::default()
+            },
+            compile_budget,
         })
     }
 
     /// Compiles the schema and computes the first mask: the part timed as TTFM.
     fn compile(&self, schema: &serde_json::Value) -> Result<(Matcher, Vec<u32>), String> {
+        let start = Instant::now();
         let compiled =
             constrain_jsonschema::compile(schema, &self.options).map_err(|e| e.to_string())?;
-        let grammar =
-            CompiledGrammar::new(&compiled.grammar, self.index.clone(), self.limits.clone())
-                .map_err(|e| e.to_string())?;
+        let limits = Limits {
+            max_compile_time: Some(self.compile_budget.saturating_sub(start.elapsed())),
+            ..self.limits.clone()
+        };
+        let grammar = CompiledGrammar::new(&compiled.grammar, self.index.clone(), limits).map_err(
+            |e| match e {
+                GrammarError::LimitExceeded {
+                    what: "compile time (ms)",
+                    ..
+                } => format!(
+                    "compile time exceeds the budget of {} ms",
+                    self.compile_budget.as_millis()
+                ),
+                other => other.to_string(),
+            },
+        )?;
         let mut mask = vec![0u32; grammar.mask_words()];
         let mut matcher = Matcher::new(grammar);
         matcher

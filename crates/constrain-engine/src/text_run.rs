@@ -1,0 +1,89 @@
+//! How long a state survives text: the *text radius* lets a trie walk take a whole subtree of
+//! text bytes (see `token_index::is_text_byte`) in one step.
+//!
+//! A state's radius is the largest `r` (capped) such that every string of `r` or fewer text
+//! bytes read from it passes only through good states (alive, and for a lexeme walk also not
+//! accepting). A subtree of text bytes no deeper than the radius of the state at its root is
+//! then allowed token for token, exactly as walking it would find. A string body that loops on
+//! text has the full radius; one with a `maxLength` has the characters it has left.
+
+use std::hash::Hash;
+
+use rustc_hash::FxHashSet;
+
+use crate::error::MatchError;
+
+/// The largest radius computed; deeper subtrees are walked.
+pub(crate) const MAX_RADIUS: u8 = 64;
+
+/// States explored for one radius before settling for the depth reached so far.
+const MAX_EXPLORED: usize = 80;
+
+/// The text radius of `start`, exploring breadth first: layer `k` holds the states reached by
+/// `k` text bytes. `step(state, class)` returns the next state and whether it is bad. The
+/// search stops early, with the full radius, once a layer brings no state not seen before
+/// (every longer string then only visits states already found good).
+pub(crate) fn text_radius<S: Copy + Eq + Hash>(
+    start: S,
+    text_classes: &[usize],
+    mut step: impl FnMut(S, usize) -> Result<(S, bool), MatchError>,
+) -> Result<u8, MatchError> {
+    let mut seen: FxHashSet<S> = FxHashSet::default();
+    seen.insert(start);
+    let mut layer = vec![start];
+    let mut next_layer = Vec::new();
+    for depth in 0..MAX_RADIUS {
+        next_layer.clear();
+        let mut fresh = false;
+        for &state in &layer {
+            for &class in text_classes {
+                let (next, bad) = step(state, class)?;
+                if bad {
+                    return Ok(depth);
+                }
+                if !next_layer.contains(&next) {
+                    next_layer.push(next);
+                }
+                fresh |= seen.insert(next);
+            }
+        }
+        if !fresh {
+            return Ok(MAX_RADIUS);
+        }
+        if seen.len() > MAX_EXPLORED {
+            return Ok(depth + 1);
+        }
+        std::mem::swap(&mut layer, &mut next_layer);
+    }
+    Ok(MAX_RADIUS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// States 0..=n of a counter over one class; state n + 1 is bad.
+    fn counter(n: u32) -> impl FnMut(u32, usize) -> Result<(u32, bool), MatchError> {
+        move |s, _| Ok((s + 1, s + 1 > n))
+    }
+
+    #[test]
+    fn a_counter_survives_what_it_has_left() {
+        assert_eq!(text_radius(0, &[0], counter(5)), Ok(5));
+        assert_eq!(text_radius(3, &[0], counter(5)), Ok(2));
+        assert_eq!(text_radius(5, &[0], counter(5)), Ok(0));
+        assert_eq!(text_radius(0, &[0], counter(1000)), Ok(MAX_RADIUS));
+    }
+
+    #[test]
+    fn a_loop_survives_forever_and_one_bad_class_ends_it() {
+        assert_eq!(
+            text_radius(7, &[0, 1], |s, _| Ok((s, false))),
+            Ok(MAX_RADIUS)
+        );
+        // Two states alternating, one class bad from the second.
+        let step = |s: u32, c: usize| Ok((1 - s, s == 1 && c == 1));
+        assert_eq!(text_radius(0, &[0, 1], step), Ok(1));
+        assert_eq!(text_radius(1, &[0, 1], step), Ok(0));
+    }
+}
