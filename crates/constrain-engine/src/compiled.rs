@@ -12,7 +12,7 @@ use crate::error::{GrammarError, MatchError};
 use crate::grammar::{lower, Grammar};
 use crate::lexer::LexId;
 use crate::limits::{Deadline, Limits};
-use crate::mask::{lexeme_mask, state_mask_from_lexeme, walk_subtree, LexemeMask};
+use crate::mask::{lexeme_mask, state_mask_from_lexeme, walk_subtree, BoundaryCache, LexemeMask};
 use crate::token_index::TokenIndex;
 
 /// A grammar compiled for one vocabulary. `Send + Sync`: share it behind an [`Arc`] between
@@ -29,6 +29,7 @@ struct Lazy {
     automaton: Automaton,
     lexeme_masks: FxHashMap<LexId, Arc<LexemeMask>>,
     lexeme_mask_bytes: usize,
+    boundaries: BoundaryCache,
 }
 
 /// Token masks per automaton state, dropped wholesale when over budget.
@@ -77,6 +78,7 @@ impl CompiledGrammar {
                 automaton,
                 lexeme_masks: FxHashMap::default(),
                 lexeme_mask_bytes: 0,
+                boundaries: BoundaryCache::default(),
             }),
             masks: RwLock::new(MaskCache {
                 masks: FxHashMap::default(),
@@ -138,6 +140,7 @@ impl CompiledGrammar {
                         &self.index,
                         state,
                         &lexeme,
+                        &mut lazy.boundaries,
                         &mut mask,
                     )?;
                 }

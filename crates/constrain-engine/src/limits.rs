@@ -39,7 +39,7 @@ impl Default for Limits {
         Limits {
             max_terminal_nfa_bytes: 64 << 20,
             max_total_nfa_bytes: 512 << 20,
-            max_inline_size: 50_000,
+            max_inline_size: 80_000,
             max_lexer_states: 200_000,
             max_rows: 500_000,
             max_items_per_row: 100_000,

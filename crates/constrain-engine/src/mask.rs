@@ -12,6 +12,8 @@
 //! reached survives any text that long (a string body, or one with characters left before its
 //! `maxLength`; see `text_run`): all its tokens are then allowed.
 
+use rustc_hash::FxHashMap;
+
 use crate::automaton::{Automaton, StateId, DEAD};
 use crate::error::MatchError;
 use crate::lexer::{LexId, LEX_DEAD};
@@ -94,13 +96,25 @@ pub(crate) fn lexeme_mask(
     Ok(LexemeMask { inside, boundaries })
 }
 
-/// The state walk over the subtree of trie node `root`, entered in automaton state `state`.
+/// The state walk over the subtree of trie node `root`, entered in automaton state `state`:
+/// sets the bits of the tokens allowed there.
 pub(crate) fn walk_subtree(
     auto: &mut Automaton,
     index: &TokenIndex,
     root: usize,
     state: StateId,
     mask: &mut [u32],
+) -> Result<(), MatchError> {
+    walk_subtree_into(auto, index, root, state, |tokens| set_bits(mask, tokens))
+}
+
+/// The state walk, handing each run of allowed tokens to `allow`.
+fn walk_subtree_into(
+    auto: &mut Automaton,
+    index: &TokenIndex,
+    root: usize,
+    state: StateId,
+    mut allow: impl FnMut(&[u32]),
 ) -> Result<(), MatchError> {
     let nodes = index.nodes();
     let classes = *auto.lexer.byte_classes();
@@ -123,11 +137,11 @@ pub(crate) fn walk_subtree(
             && index.text_subtree_within(i, auto.text_radius(next)?)
         {
             // Every token below leads to a live state.
-            set_bits(mask, index.subtree_tokens(i));
+            allow(index.subtree_tokens(i));
             i = node.subtree_end as usize;
             continue;
         }
-        set_bits(mask, index.tokens_of(i));
+        allow(index.tokens_of(i));
         if node.subtree_end as usize > i + 1 {
             stack.push((node.subtree_end, next));
         }
@@ -136,12 +150,25 @@ pub(crate) fn walk_subtree(
     Ok(())
 }
 
+/// Tokens allowed below a boundary node once the lexeme ended there, by (node, automaton
+/// state after the node). States that differ only inside the lexeme (the characters left of a
+/// `maxLength`, say) end in the same state, so their boundary walks are done once.
+#[derive(Default)]
+pub(crate) struct BoundaryCache {
+    allowed: FxHashMap<(u32, StateId), Box<[u32]>>,
+    bytes: usize,
+}
+
+/// Memory kept by one grammar's [`BoundaryCache`]; it is emptied beyond that.
+const BOUNDARY_CACHE_BYTES: usize = 64 << 20;
+
 /// The mask of `state` given the lexeme mask of its only scan.
 pub(crate) fn state_mask_from_lexeme(
     auto: &mut Automaton,
     index: &TokenIndex,
     state: StateId,
     lexeme: &LexemeMask,
+    boundaries: &mut BoundaryCache,
     mask: &mut [u32],
 ) -> Result<(), MatchError> {
     mask.copy_from_slice(&lexeme.inside);
@@ -153,9 +180,26 @@ pub(crate) fn state_mask_from_lexeme(
                 break;
             }
         }
-        if s != DEAD {
-            walk_subtree(auto, index, *node as usize, s, mask)?;
+        if s == DEAD {
+            continue;
         }
+        if let Some(tokens) = boundaries.allowed.get(&(*node, s)) {
+            set_bits(mask, tokens);
+            continue;
+        }
+        let mut tokens = Vec::new();
+        walk_subtree_into(auto, index, *node as usize, s, |t| {
+            tokens.extend_from_slice(t)
+        })?;
+        set_bits(mask, &tokens);
+        boundaries.bytes += 16 + tokens.len() * 4;
+        if boundaries.bytes > BOUNDARY_CACHE_BYTES {
+            boundaries.allowed.clear();
+            boundaries.bytes = 16 + tokens.len() * 4;
+        }
+        boundaries
+            .allowed
+            .insert((*node, s), tokens.into_boxed_slice());
     }
     Ok(())
 }

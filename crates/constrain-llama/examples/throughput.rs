@@ -97,6 +97,7 @@ struct Totals {
     forced: usize,
     bytes: usize,
     decode_s: f64,
+    eval_s: f64,
     mask_p50_sum: f64,
     mask_p50_runs: usize,
     mask_p99_max: f64,
@@ -110,6 +111,7 @@ impl Totals {
         self.forced += g.stats.forced_tokens;
         self.bytes += g.stats.output_bytes;
         self.decode_s += g.stats.decode_s;
+        self.eval_s += g.stats.eval_s;
         if let (Some(p50), Some(p99)) = (g.stats.mask_us_p50, g.stats.mask_us_p99) {
             self.mask_p50_sum += p50;
             self.mask_p50_runs += 1;
@@ -134,8 +136,14 @@ impl Totals {
         } else {
             format!("{:>9} {:>9}", "-", "-")
         };
+        // Time outside the model (masks, sampling, bookkeeping) per sampled token.
+        let off_model_ms = if self.sampled > 0 {
+            (self.decode_s - self.eval_s) * 1e3 / self.sampled as f64
+        } else {
+            0.0
+        };
         format!(
-            "{name:<18} {:>5}/{:<4} {:>8} {:>7} {:>9.1} {:>10.1} {:>10.1} {mask}",
+            "{name:<18} {:>5}/{:<4} {:>8} {:>7} {:>9.1} {:>10.1} {:>10.1} {:>9.3} {mask}",
             self.valid,
             self.runs,
             self.sampled,
@@ -143,6 +151,7 @@ impl Totals {
             per_s(self.sampled),
             per_s(self.sampled + self.forced),
             per_s(self.bytes),
+            off_model_ms,
         )
     }
 }
@@ -255,7 +264,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_or("all".to_string(), |t| t.to_string()),
     );
     println!(
-        "{:<18} {:>10} {:>8} {:>7} {:>9} {:>10} {:>10} {:>9} {:>9}",
+        "{:<18} {:>10} {:>8} {:>7} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9}",
         "mode",
         "valid",
         "sampled",
@@ -263,13 +272,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "sampled/s",
         "tokens/s",
         "bytes/s",
+        "off-model",
         "mask p50",
         "mask p99"
     );
     for (mode, total) in modes.iter().zip(&totals) {
         println!("{}", total.row(mode));
     }
-    println!("(mask times in microseconds: mean of per-run p50, max of per-run p99)");
+    println!(
+        "(off-model: milliseconds per sampled token outside the model: masks, sampling; \
+         mask times in microseconds: mean of per-run p50, max of per-run p99)"
+    );
     let compile: Vec<String> = compile_ms
         .iter()
         .map(|(n, ms)| format!("{n} {ms:.0} ms"))

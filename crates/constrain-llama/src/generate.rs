@@ -85,6 +85,7 @@ impl Session<'_> {
         };
         let mut pending: Vec<u32> = Vec::new();
         let mut mask_times: Vec<Duration> = Vec::new();
+        let mut eval_time = Duration::ZERO;
         let (mut sampled, mut forced) = (0usize, 0usize);
         let start = Instant::now();
 
@@ -127,7 +128,9 @@ impl Session<'_> {
                 break limit_reason(budget);
             }
 
+            let eval_start = Instant::now();
             self.eval(&pending)?;
+            eval_time += eval_start.elapsed();
             pending.clear();
 
             let mask = match (matcher.as_mut(), mask.as_mut()) {
@@ -169,6 +172,7 @@ impl Session<'_> {
             stop_reason,
             output_bytes: out.bytes.len(),
             prefill_s,
+            eval_s: eval_time.as_secs_f64(),
         };
         Ok(Generation {
             output: out.bytes,

@@ -67,6 +67,7 @@ impl Session<'_> {
 
         let (mut output, mut tokens) = (Vec::new(), Vec::new());
         let mut grammar_times: Vec<Duration> = Vec::new();
+        let mut eval_time = Duration::ZERO;
         let start = Instant::now();
         let stop_reason = loop {
             if tokens.len() >= max_tokens {
@@ -109,7 +110,9 @@ impl Session<'_> {
                 output.extend_from_slice(bytes);
                 sink(bytes).map_err(LlamaError::Output)?;
             }
+            let eval_start = Instant::now();
             self.eval(&[id])?;
+            eval_time += eval_start.elapsed();
         };
         let decode_s = start.elapsed().as_secs_f64();
         let sampled = tokens.len();
@@ -128,6 +131,7 @@ impl Session<'_> {
             stop_reason,
             output_bytes: output.len(),
             prefill_s,
+            eval_s: eval_time.as_secs_f64(),
         };
         Ok(Generation {
             output,

@@ -30,7 +30,8 @@ impl StopReason {
 
 /// Counters and timings of one generation.
 ///
-/// Serialized, it is the `--stats` line; `output_bytes` and `prefill_s` are left out of it.
+/// Serialized, it is the `--stats` line; `output_bytes`, `prefill_s` and `eval_s` are left out
+/// of it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stats {
     /// Tokens chosen by the sampler.
@@ -55,6 +56,10 @@ pub struct Stats {
     /// Seconds spent evaluating the prompt.
     #[serde(skip)]
     pub prefill_s: f64,
+    /// Of `decode_s`, the seconds inside the model (evaluating generated tokens); the rest is
+    /// masks, sampling and bookkeeping.
+    #[serde(skip)]
+    pub eval_s: f64,
 }
 
 /// Nearest-rank percentile `p` (0..=100) of `samples`, in microseconds.
@@ -98,6 +103,7 @@ mod tests {
             stop_reason: StopReason::MaxTokens,
             output_bytes: 10,
             prefill_s: 0.1,
+            eval_s: 0.4,
         };
         let json = serde_json::to_value(&stats).unwrap();
         let keys: Vec<&str> = json

@@ -37,6 +37,9 @@ pub(crate) struct Cfg {
     pub start: u32,
 }
 
+/// Size (as [`hir_size`]) up to which adjacent regular pieces are merged into one terminal.
+const MAX_MERGED_SIZE: usize = 20_000;
+
 /// Hir nesting beyond which a regular expression is kept as a nonterminal instead of inlined.
 const MAX_INLINE_DEPTH: usize = 100;
 /// Expression nesting accepted at all (front-ends produce far less).
@@ -438,9 +441,12 @@ impl SeqBuilder {
     /// Appends a regular piece. Unbounded pieces (string bodies, numbers, free text) stay
     /// lexemes of their own: then every context that uses them shares one terminal, its lexer
     /// states and their cached lexeme masks, instead of one copy per neighbouring literal.
+    /// Large pieces stay lexemes of their own too: merging only saves lexeme boundaries
+    /// between small pieces, while a merged terminal costs NFA states for its whole length.
     fn push_regular(&mut self, r: Regular, lowerer: &mut Lowerer<'_>) {
         let unbounded = r.hir.properties().maximum_len().is_none();
-        if unbounded || self.pending_size + r.size > lowerer.limits.max_inline_size {
+        let merged = self.pending_size + r.size;
+        if unbounded || merged > MAX_MERGED_SIZE.min(lowerer.limits.max_inline_size) {
             self.flush(lowerer);
         }
         self.pending_size += r.size;

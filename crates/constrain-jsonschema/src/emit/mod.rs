@@ -181,7 +181,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub(crate) fn emit(&mut self, node: &Node, depth: u32) -> Result<Expr, SchemaError> {
         if let Some(limit) = crate::deadline::expired() {
             return Err(SchemaError::TooComplex {
-                pointer: self.pointer.clone(),
+                pointer: crate::ctx::pointer_or_root(&self.pointer),
                 what: crate::deadline::WHAT.into(),
                 limit,
             });
