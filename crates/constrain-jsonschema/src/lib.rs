@@ -74,7 +74,8 @@
 //! to their canonical spelling. Lengths count code points; `pattern` is an ECMA-262 regular
 //! expression (with `\d`, `\w`, `\s` as ECMA defines them) that must match somewhere in the
 //! string. Formats follow their RFCs; `date-time`/`time` (leap seconds only in UTC),
-//! `email` (no quoted local parts) and `hostname` (at most 8 labels of 30 characters) are
+//! `email` (no quoted local parts; the local part's 64-octet limit shared out among its
+//! dot-separated atoms) and `hostname` (at most 8 labels of 30 characters) are
 //! enforced on a subset. A `maxLength` above 1024 is generated as 1024, and a length bound
 //! that does not combine exactly with a pattern within the automaton budget is enforced by
 //! giving each part of the pattern a share of the length (both with a warning).

@@ -69,7 +69,9 @@ pub struct SchemaRecord {
     pub n_valid_rejected: usize,
     /// Invalid instances accepted.
     pub n_invalid_accepted: usize,
-    /// Instances whose every token was allowed but after which end-of-sequence was not.
+    /// Instances whose every token was allowed but after which end-of-sequence was not
+    /// (absent from older result files: 0).
+    #[serde(default)]
     pub n_eos_rejected: usize,
 }
 
@@ -253,5 +255,11 @@ mod tests {
             serde_json::to_string(&record).unwrap(),
             r#"{"id":"a.json","status":"pass","ttfm_us":1.5,"tokens":3,"mask_us_total":2.0,"max_mask_us":1.0,"error":null,"n_tests":1,"n_valid_rejected":0,"n_invalid_accepted":0,"n_eos_rejected":0}"#
         );
+        // Older result files have no `n_eos_rejected`.
+        let old: SchemaRecord = serde_json::from_str(
+            r#"{"id":"a.json","status":"pass","ttfm_us":1.5,"tokens":3,"mask_us_total":2.0,"max_mask_us":1.0,"error":null,"n_tests":1,"n_valid_rejected":0,"n_invalid_accepted":0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.n_eos_rejected, 0);
     }
 }
