@@ -43,7 +43,9 @@
 //!
 //! Not supported (an error naming the keyword): `uniqueItems` unless the elements come from a
 //! small finite set (`enum`, booleans, null); `unevaluatedItems` next to in-place
-//! applicators; `$dynamicRef`/`$recursiveRef`; references outside the document; the `regex`
+//! applicators; `$dynamicRef`/`$recursiveRef`; references outside the document; a
+//! `minProperties` that undeclared keys would have to reach (they count once toward it: two
+//! of them may spell the same key); the `regex`
 //! format; look-behind, back-references and word boundaries in patterns (look-ahead right after
 //! a leading `^` is supported).
 //!

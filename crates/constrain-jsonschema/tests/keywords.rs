@@ -433,8 +433,12 @@ fn objects_in_schema_order() {
         &[json!({"x-y": 4})],
     );
     check(
-        json!({"type": "object", "minProperties": 2, "maxProperties": 3}),
-        &[json!({"a": 1, "b": 2}), json!({"a": 1, "b": 2, "c": 3})],
+        json!({"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 2, "maxProperties": 3}),
+        &[
+            json!({"a": 1, "b": 2}),
+            json!({"a": 1, "c": 3}),
+            json!({"a": 1, "b": 2, "c": 3}),
+        ],
         &[json!({"a": 1}), json!({"a": 1, "b": 2, "c": 3, "d": 4})],
     );
     check(
@@ -663,5 +667,25 @@ fn complements_of_open_and_closed_objects() {
         one_of,
         &[json!({"a": 1}), json!({"b": 2})],
         &[json!({}), json!({"b": 2, "a": 1})],
+    );
+}
+
+#[test]
+fn min_properties_never_counts_a_repeated_undeclared_key_twice() {
+    // `{"x": 1, "\u0078": 2}` has one property: undeclared members cannot make up two.
+    let err = constrain_jsonschema::compile(
+        &json!({"type": "object", "properties": {"a": {}}, "minProperties": 3}),
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, constrain_jsonschema::SchemaError::Unsupported { ref keyword, .. } if keyword == "minProperties"),
+        "{err}"
+    );
+    // One declared and one undeclared member make two distinct keys.
+    check(
+        json!({"type": "object", "properties": {"a": {}}, "minProperties": 2}),
+        &[json!({"a": 1, "x": 2})],
+        &[json!({"a": 1}), json!({"x": 2})],
     );
 }

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::scalar::quoted;
 use super::Emitter;
+use crate::document::Draft;
 use crate::error::{SchemaError, WarningKind};
 use crate::ir::{ArraySet, KeyRule, KeySet, Lit, Node, ObjectSet};
 use crate::json_text;
@@ -26,7 +27,10 @@ impl Emitter<'_, '_> {
                 Value::Bool(b) => alts.push(Expr::literal(if *b { "true" } else { "false" })),
                 Value::Number(n) => {
                     if let Some(d) = Decimal::from_json(n) {
-                        numbers.push(number_literal(&d));
+                        // Draft 4 counts `1.0` as a number but not an integer: an integral
+                        // literal is spelled without a fraction, so it stays an integer.
+                        let fraction_zeros = self.ctx.doc.draft != Draft::Draft4;
+                        numbers.push(number_literal(&d, fraction_zeros));
                     }
                 }
                 Value::String(s) => strings.push(s.clone()),
@@ -97,8 +101,9 @@ impl Emitter<'_, '_> {
     }
 }
 
-/// The plain spellings of `d`: its digits, with any number of trailing fraction zeros.
-pub(crate) fn number_literal(d: &Decimal) -> Re {
+/// The plain spellings of `d`: its digits, with any number of trailing fraction zeros (for an
+/// integral `d`, none unless `fraction_zeros`).
+pub(crate) fn number_literal(d: &Decimal, fraction_zeros: bool) -> Re {
     let (int, frac) = d.abs().plain_parts();
     let zero = Re::class(CharSet::single('0'));
     let sign = if d.is_zero() {
@@ -108,7 +113,9 @@ pub(crate) fn number_literal(d: &Decimal) -> Re {
     } else {
         Re::empty()
     };
-    let tail = if frac.is_empty() {
+    let tail = if frac.is_empty() && !fraction_zeros {
+        Re::empty()
+    } else if frac.is_empty() {
         Re::concat(vec![Re::literal("."), Re::repeat(zero, 1, None)]).optional()
     } else {
         Re::concat(vec![

@@ -5,7 +5,7 @@ use constrain_engine::{Expr, RuleId};
 
 use super::scalar::{quoted, string_of};
 use super::Emitter;
-use crate::error::SchemaError;
+use crate::error::{SchemaError, WarningKind};
 use crate::ir::{KeySet, Node, ObjectSet};
 use crate::json_text;
 use crate::options::PropertyOrder;
@@ -104,6 +104,27 @@ impl Emitter<'_, '_> {
         } else {
             self.extra_member(o, &some, child)?
         };
+        if extra.expr.is_some() && o.min >= 2 {
+            // Two undeclared members may spell the same key (`"f"`, `"\u0066"`), and a
+            // parser keeps one: toward minProperties they count once.
+            if o.min > members.len() as u64 + 1 {
+                self.unsupported(
+                    "minProperties",
+                    format!(
+                        "{} properties with at most {} declared: undeclared keys cannot be kept distinct",
+                        o.min,
+                        members.len()
+                    ),
+                )?;
+            } else {
+                self.ctx.warn(
+                    &pointer,
+                    "minProperties",
+                    WarningKind::Narrowed,
+                    "undeclared keys count once toward minProperties (they could repeat)",
+                );
+            }
+        }
         let allow_empty = o.min == 0 && some.is_empty() && !members.iter().any(|m| m.required);
         let parts = Parts {
             members,
@@ -369,6 +390,14 @@ impl Emitter<'_, '_> {
             (p + 1).saturating_mul(cap + 1).saturating_mul(sats),
             "minProperties/maxProperties counting",
         )?;
+        let one_at_a_time = parts.full != 0 || Self::variants(&parts.extra).len() > 1;
+        if one_at_a_time && parts.extra.expr.is_some() && min >= 2 {
+            // There undeclared members count like declared ones, but they could repeat a key.
+            self.unsupported(
+                "minProperties",
+                "counting undeclared members next to required-member witnesses (they could repeat a key)",
+            )?;
+        }
         let sep = self.layout.item_sep(depth);
         let next = |k: usize| {
             if max.is_some() {
@@ -414,7 +443,9 @@ impl Emitter<'_, '_> {
                     } else if parts.full == 0 && extra.len() <= 1 {
                         alts.push(self.plain_extras(parts, k as u64, &sep));
                     } else {
-                        // Undeclared members one at a time, until counts and witnesses are met.
+                        // Undeclared members one at a time, until counts and witnesses are met
+                        // (a minProperties of 2 or more that undeclared members would have to
+                        // reach is refused by `object`, they could repeat a key).
                         if k > 0 && (k as u64) >= min && sat == parts.full as usize {
                             alts.push(Expr::empty());
                         }
@@ -437,6 +468,9 @@ impl Emitter<'_, '_> {
 
     /// The undeclared members after `k` members: `e` of them with `min ≤ k + e ≤ max`, at
     /// least one when nothing came before (the empty object is the container's business).
+    ///
+    /// Undeclared members may repeat a key, so toward `min` they count once: `min` needs at
+    /// least `min - 1` declared members before them.
     fn plain_extras(&self, parts: &Parts, k: u64, sep: &Expr) -> Expr {
         let (min, max) = (parts.min, parts.max);
         let lo = min.saturating_sub(k).max(u64::from(k == 0));
@@ -448,6 +482,9 @@ impl Emitter<'_, '_> {
                 Expr::nothing()
             };
         };
+        if min.saturating_sub(k) >= 2 {
+            return Expr::nothing();
+        }
         if hi.is_some_and(|h| h < lo) {
             return Expr::nothing();
         }
@@ -511,9 +548,12 @@ impl Emitter<'_, '_> {
             for k in 0..=cap {
                 for sat in 0..sats {
                     let mut alts = Vec::new();
+                    // Undeclared members may repeat a key: toward `min` they count once.
+                    let declared = mask.count_ones() as usize;
+                    let distinct = declared + usize::from(k > declared);
                     if k > 0
                         && mask & required == required
-                        && (k as u64) >= min
+                        && (distinct as u64) >= min
                         && sat == parts.full as usize
                     {
                         alts.push(Expr::empty());
