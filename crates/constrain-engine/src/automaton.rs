@@ -188,15 +188,16 @@ impl Automaton {
         if let Some(known) = self.text_radius[state as usize] {
             return Ok(known);
         }
-        let mut loops = state != DEAD;
+        let mut radius = if state == DEAD { 0 } else { MAX_RADIUS };
         for i in 0..self.lexer.text_classes().len() {
-            if !loops {
+            if radius == 0 {
                 break;
             }
             let class = self.lexer.text_classes()[i];
-            loops = self.next(state, class)? == state;
+            if self.next(state, class)? != state {
+                radius = 0;
+            }
         }
-        let radius = if loops { MAX_RADIUS } else { 0 };
         self.text_radius[state as usize] = Some(radius);
         Ok(radius)
     }

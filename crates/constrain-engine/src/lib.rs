@@ -35,6 +35,6 @@ pub use error::{GrammarError, MatchError};
 pub use grammar::{
     special_token_bytes, Expr, Grammar, GrammarBuilder, RuleId, SPECIAL_TOKEN_MARKER,
 };
-pub use limits::Limits;
+pub use limits::{Limits, COMPILE_TIME};
 pub use matcher::{fill_masks, Matcher};
 pub use token_index::TokenIndex;

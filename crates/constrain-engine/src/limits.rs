@@ -51,6 +51,10 @@ impl Default for Limits {
     }
 }
 
+/// What a [`GrammarError::LimitExceeded`] (and the JSON Schema compiler's `TooComplex`) calls
+/// the compile-time budget; its limit is in milliseconds.
+pub const COMPILE_TIME: &str = "compile time (ms)";
+
 /// When a compilation started and when it must give up.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Deadline {
@@ -70,7 +74,7 @@ impl Deadline {
     pub(crate) fn check(&self) -> Result<(), GrammarError> {
         match self.at {
             Some(at) if Instant::now() >= at => Err(GrammarError::LimitExceeded {
-                what: "compile time (ms)",
+                what: COMPILE_TIME,
                 limit: usize::try_from(self.limit.as_millis()).unwrap_or(usize::MAX),
             }),
             _ => Ok(()),

@@ -72,7 +72,7 @@ pub(crate) fn lexeme_mask(
         if auto.lexer.accepts(next).is_empty()
             && index.has_children(i)
             && index.text_below(i)
-            && index.text_subtree_within(i, auto.lexer.text_radius(next)?)
+            && index.subtree_height(i) <= auto.lexer.text_radius(next)?
         {
             // Every token below keeps the lexeme alive, and none can end it: inside.
             set_bits(&mut inside, index.subtree_tokens(i));
@@ -134,7 +134,7 @@ fn walk_subtree_into(
         }
         if index.has_children(i)
             && index.text_below(i)
-            && index.text_subtree_within(i, auto.text_radius(next)?)
+            && index.subtree_height(i) <= auto.text_radius(next)?
         {
             // Every token below leads to a live state.
             allow(index.subtree_tokens(i));

@@ -30,9 +30,6 @@ pub struct TokenIndex {
     tokens: Vec<u32>,
     eos: Vec<u32>,
     mask_words: usize,
-    /// Per node (and one past the last): how many tokens the nodes before it spell. Tokens are
-    /// stored in node order, so a subtree's tokens are one contiguous run.
-    token_offset: Vec<u32>,
     /// Per node: whether every byte below it is a [`is_text_byte`].
     text_below: Vec<bool>,
     /// Per node: the depth of its subtree below it (0 for a leaf), capped at 255.
@@ -112,13 +109,6 @@ impl TokenIndex {
         }
         nodes[0].subtree_end = nodes.len() as u32;
         let mask_words = vocab.logits_width().div_ceil(32);
-        let mut token_offset = Vec::with_capacity(nodes.len() + 1);
-        let mut count = 0u32;
-        for node in &nodes {
-            token_offset.push(count);
-            count += node.tokens_len;
-        }
-        token_offset.push(count);
         // The first node at or after each index whose byte is not text (the root counts as text).
         let mut next_other = vec![nodes.len(); nodes.len() + 1];
         for i in (1..nodes.len()).rev() {
@@ -138,7 +128,6 @@ impl TokenIndex {
             tokens,
             eos,
             mask_words,
-            token_offset,
             text_below,
             height,
             lexeme_masks: Mutex::default(),
@@ -210,16 +199,21 @@ impl TokenIndex {
         self.nodes[node].subtree_end as usize > node + 1
     }
 
-    /// The tokens spelled by `node` and every node below it.
+    /// The tokens spelled by `node` and every node below it: tokens are stored in node order
+    /// (every node's `tokens_start` is where its subtree's tokens begin), so one run.
     pub(crate) fn subtree_tokens(&self, node: usize) -> &[u32] {
         let end = self.nodes[node].subtree_end as usize;
-        &self.tokens[self.token_offset[node] as usize..self.token_offset[end] as usize]
+        let stop = self
+            .nodes
+            .get(end)
+            .map_or(self.tokens.len(), |n| n.tokens_start as usize);
+        &self.tokens[self.nodes[node].tokens_start as usize..stop]
     }
 
-    /// Whether a state of text radius `radius` (see `text_run`) reached at `node` allows every
-    /// token below it: all bytes below are text, and no deeper than the radius.
-    pub(crate) fn text_subtree_within(&self, node: usize, radius: u8) -> bool {
-        self.text_below[node] && self.height[node] <= radius
+    /// How deep the subtree below `node` goes (capped at 255): a state of at least that text
+    /// radius (see `text_run`) allows all of it when [`Self::text_below`] holds.
+    pub(crate) fn subtree_height(&self, node: usize) -> u8 {
+        self.height[node]
     }
 
     /// Whether every byte below `node` is a text byte (see [`is_text_byte`]).

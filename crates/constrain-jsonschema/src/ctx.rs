@@ -287,14 +287,8 @@ impl<'a> Ctx<'a> {
         reason: impl Into<String>,
     ) -> Result<(), SchemaError> {
         let reason = reason.into();
-        if let Some(limit) = crate::deadline::expired() {
-            // Out of time, not out of support: never a dropped constraint.
-            return Err(SchemaError::TooComplex {
-                pointer: pointer_or_root(pointer),
-                what: crate::deadline::WHAT.into(),
-                limit,
-            });
-        }
+        // Out of time, not out of support: never a dropped constraint.
+        crate::deadline::check(pointer)?;
         if self.options.lenient {
             self.warn(pointer, keyword, WarningKind::Dropped, reason);
             Ok(())

@@ -38,8 +38,20 @@ pub(crate) fn expired() -> Option<usize> {
     })
 }
 
-/// What a budget error calls the deadline.
-pub(crate) const WHAT: &str = "compile time (ms)";
+/// What a budget error calls the deadline (the engine's name for its own).
+pub(crate) const WHAT: &str = constrain_engine::COMPILE_TIME;
+
+/// The error for a compilation past its deadline, at `pointer`; `Ok` while there is time.
+pub(crate) fn check(pointer: &str) -> Result<(), crate::SchemaError> {
+    match expired() {
+        Some(limit) => Err(crate::SchemaError::TooComplex {
+            pointer: crate::ctx::pointer_or_root(pointer),
+            what: WHAT.into(),
+            limit,
+        }),
+        None => Ok(()),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -279,7 +279,6 @@ impl Lowerer<'_> {
             } => {
                 let unit = self.unit_nt(inner)?;
                 self.push_repetition(unit, *min, *max, seq)?;
-                self.check_size()?;
             }
         }
         Ok(())

@@ -179,13 +179,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// The grammar of the values of `node`, nested `depth` levels deep (only indentation
     /// depends on the depth).
     pub(crate) fn emit(&mut self, node: &Node, depth: u32) -> Result<Expr, SchemaError> {
-        if let Some(limit) = crate::deadline::expired() {
-            return Err(SchemaError::TooComplex {
-                pointer: crate::ctx::pointer_or_root(&self.pointer),
-                what: crate::deadline::WHAT.into(),
-                limit,
-            });
-        }
+        crate::deadline::check(&self.pointer)?;
         let depth = self.layout.depth_key(depth);
         match node {
             Node::Any => self.any_value(depth, self.ctx.options.max_untyped_depth),

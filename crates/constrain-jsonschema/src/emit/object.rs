@@ -390,7 +390,9 @@ impl Emitter<'_, '_> {
             (p + 1).saturating_mul(cap + 1).saturating_mul(sats),
             "minProperties/maxProperties counting",
         )?;
-        let one_at_a_time = parts.full != 0 || Self::variants(&parts.extra).len() > 1;
+        let extra = Self::variants(&parts.extra);
+        // With witnesses to collect, undeclared members come one at a time (else in one go).
+        let one_at_a_time = parts.full != 0 || extra.len() > 1;
         if one_at_a_time && parts.extra.expr.is_some() && min >= 2 {
             // There undeclared members count like declared ones, but they could repeat a key.
             self.unsupported(
@@ -419,7 +421,6 @@ impl Emitter<'_, '_> {
             }
             ids.push(row);
         }
-        let extra = Self::variants(&parts.extra);
         for i in 0..=p {
             for k in 0..=cap {
                 for sat in 0..sats {
@@ -440,7 +441,7 @@ impl Emitter<'_, '_> {
                                 ]));
                             }
                         }
-                    } else if parts.full == 0 && extra.len() <= 1 {
+                    } else if !one_at_a_time {
                         alts.push(self.plain_extras(parts, k as u64, &sep));
                     } else {
                         // Undeclared members one at a time, until counts and witnesses are met

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use constrain_engine::{CompiledGrammar, GrammarError, Limits, Matcher, TokenIndex};
+use constrain_engine::{CompiledGrammar, GrammarError, Limits, Matcher, TokenIndex, COMPILE_TIME};
 use constrain_vocab::Tokenizer;
 
 use super::dataset::SchemaFile;
@@ -74,10 +74,7 @@ impl Bench {
         };
         let grammar = CompiledGrammar::new(&compiled.grammar, self.index.clone(), limits).map_err(
             |e| match e {
-                GrammarError::LimitExceeded {
-                    what: "compile time (ms)",
-                    ..
-                } => format!(
+                GrammarError::LimitExceeded { what, .. } if what == COMPILE_TIME => format!(
                     "compile time exceeds the budget of {} ms",
                     self.compile_budget.as_millis()
                 ),
