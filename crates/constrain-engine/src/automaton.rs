@@ -50,7 +50,12 @@ impl Automaton {
         deadline: &Deadline,
     ) -> Result<Automaton, GrammarError> {
         let lexer = Lexer::new(&cfg.terminals, limits, deadline)?;
-        let parser = Parser::new(cfg, limits.max_rows, limits.max_items_per_row);
+        let parser = Parser::new(
+            cfg,
+            limits.max_rows,
+            limits.max_items_per_row,
+            limits.max_grammar_size.saturating_mul(2),
+        );
         let mut automaton = Automaton {
             lexer,
             parser,

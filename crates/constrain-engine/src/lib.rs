@@ -33,7 +33,8 @@ mod token_index;
 pub use compiled::CompiledGrammar;
 pub use error::{GrammarError, MatchError};
 pub use grammar::{
-    special_token_bytes, Expr, Grammar, GrammarBuilder, RuleId, SPECIAL_TOKEN_MARKER,
+    special_token_bytes, Expr, Grammar, GrammarBuilder, RuleId, Unordered, UnorderedMember,
+    SPECIAL_TOKEN_MARKER,
 };
 pub use limits::{Limits, COMPILE_TIME};
 pub use matcher::{fill_masks, Matcher};

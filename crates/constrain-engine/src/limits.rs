@@ -27,7 +27,8 @@ pub struct Limits {
     pub max_states: usize,
     /// Bytes of cached token masks kept; older masks are dropped beyond it.
     pub mask_cache_bytes: usize,
-    /// Rules and expression nodes of the lowered grammar.
+    /// Rules and expression nodes of the lowered grammar (twice that once unordered items,
+    /// [`Expr::Unordered`](crate::Expr::Unordered), are expanded as inputs reach them).
     pub max_grammar_size: usize,
     /// Wall-clock budget of [`CompiledGrammar::new`](crate::CompiledGrammar::new); `None` for
     /// no limit.

@@ -6,12 +6,15 @@
 //!
 //! Nullable rules are handled as in Aycock and Horspool, "Practical Earley Parsing" (2002): a
 //! prediction of a nullable nonterminal also advances over it at once.
+//!
+//! Families (items in any order, [`Family`]) are expanded when first predicted: a nonterminal
+//! per set of members used so far, created as a production of its predecessor needs it.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::error::MatchError;
-use crate::grammar::{Cfg, Sym};
+use crate::grammar::{Cfg, Family, Sym};
 
 /// Index of an interned row.
 pub(crate) type RowId = u32;
@@ -44,6 +47,32 @@ struct Tables {
     /// Position of `<start> -> S •`.
     final_pos: u32,
     start_pos: u32,
+    families: Vec<FamilyInfo>,
+    /// Family nonterminals whose productions are not built yet.
+    unexpanded: FxHashMap<u32, FamilyState>,
+    /// The nonterminal of every family state created so far.
+    family_nts: FxHashMap<FamilyState, u32>,
+    /// Most symbols `syms` may hold once families are expanded.
+    max_syms: usize,
+}
+
+/// A family with its required members as a bit set.
+struct FamilyInfo {
+    family: Family,
+    required: Box<[u64]>,
+}
+
+/// A nonterminal of a family: the members used so far (one bit each), and whether an item
+/// came before (then a separator comes first).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct FamilyState {
+    family: u32,
+    used: Box<[u64]>,
+    started: bool,
+}
+
+fn has_bit(bits: &[u64], i: usize) -> bool {
+    bits[i / 64] & (1 << (i % 64)) != 0
 }
 
 /// An interned Earley set.
@@ -80,7 +109,7 @@ pub(crate) struct Parser {
 }
 
 impl Parser {
-    pub(crate) fn new(cfg: &Cfg, max_rows: usize, max_items: usize) -> Parser {
+    pub(crate) fn new(cfg: &Cfg, max_rows: usize, max_items: usize, max_syms: usize) -> Parser {
         let n = cfg.nonterminals.len();
         let mut syms = Vec::new();
         let mut lhs = Vec::new();
@@ -107,7 +136,32 @@ impl Parser {
             .iter()
             .map(|h| h.properties().minimum_len() == Some(0))
             .collect();
-        let nullable = nullable_nonterminals(cfg, &nullable_t);
+        let families: Vec<FamilyInfo> = cfg
+            .families
+            .iter()
+            .map(|f| {
+                let mut required = vec![0u64; f.members.len().div_ceil(64)];
+                for (i, _) in f.members.iter().enumerate().filter(|(_, m)| m.1) {
+                    required[i / 64] |= 1 << (i % 64);
+                }
+                FamilyInfo {
+                    family: f.clone(),
+                    required: required.into(),
+                }
+            })
+            .collect();
+        let nullable = nullable_nonterminals(cfg, &nullable_t, &families);
+        let mut unexpanded = FxHashMap::default();
+        let mut family_nts = FxHashMap::default();
+        for (i, info) in families.iter().enumerate() {
+            let root = FamilyState {
+                family: i as u32,
+                used: vec![0; info.required.len()].into(),
+                started: false,
+            };
+            unexpanded.insert(info.family.root, root.clone());
+            family_nts.insert(root, info.family.root);
+        }
         let tables = Tables {
             syms,
             lhs,
@@ -116,6 +170,10 @@ impl Parser {
             nullable_t,
             final_pos: start_pos + 1,
             start_pos,
+            families,
+            unexpanded,
+            family_nts,
+            max_syms,
         };
         Parser {
             tables,
@@ -175,7 +233,6 @@ impl Parser {
 
     /// Closes `kernel` under prediction and completion, then interns the row.
     fn build(&mut self, kernel: Vec<Item>) -> Result<RowId, MatchError> {
-        let t = &self.tables;
         let mut items: Vec<Item> = Vec::with_capacity(kernel.len() * 4);
         let mut seen: FxHashSet<Item> = FxHashSet::default();
         let mut waiting_here: FxHashMap<u32, SmallVec<[Item; 2]>> = FxHashMap::default();
@@ -191,9 +248,9 @@ impl Parser {
                 });
             }
             items.push(item);
-            let sym = t.syms[item.pos as usize];
+            let sym = self.tables.syms[item.pos as usize];
             if sym == END {
-                let done = t.lhs[item.pos as usize];
+                let done = self.tables.lhs[item.pos as usize];
                 if item.origin == SELF {
                     if let Some(waiting) = waiting_here.get(&done) {
                         work.extend(waiting.iter().map(|w| Item {
@@ -219,7 +276,7 @@ impl Parser {
                     }
                 }
             } else if sym & TERMINAL != 0 {
-                if t.nullable_t[(sym & !TERMINAL) as usize] {
+                if self.tables.nullable_t[(sym & !TERMINAL) as usize] {
                     work.push(Item {
                         pos: item.pos + 1,
                         origin: item.origin,
@@ -227,13 +284,14 @@ impl Parser {
                 }
             } else {
                 waiting_here.entry(sym).or_default().push(item);
-                for &p in &t.productions[sym as usize] {
+                self.tables.expand(sym)?;
+                for &p in &self.tables.productions[sym as usize] {
                     work.push(Item {
                         pos: p,
                         origin: SELF,
                     });
                 }
-                if t.nullable[sym as usize] {
+                if self.tables.nullable[sym as usize] {
                     work.push(Item {
                         pos: item.pos + 1,
                         origin: item.origin,
@@ -254,6 +312,7 @@ impl Parser {
         let mut waiting_nt: FxHashMap<u32, SmallVec<[u32; 2]>> = FxHashMap::default();
         let mut waiting_t: FxHashMap<u32, SmallVec<[u32; 2]>> = FxHashMap::default();
         let mut accepting = false;
+        let t = &self.tables;
         for (i, item) in items.iter().enumerate() {
             let sym = t.syms[item.pos as usize];
             if sym == END {
@@ -280,7 +339,126 @@ impl Parser {
     }
 }
 
-fn nullable_nonterminals(cfg: &Cfg, nullable_t: &[bool]) -> Vec<bool> {
+impl Tables {
+    fn add_production(&mut self, lhs: u32, rhs: &[u32]) {
+        self.productions[lhs as usize].push(self.syms.len() as u32);
+        self.syms.extend_from_slice(rhs);
+        self.syms.push(END);
+        self.lhs.extend(std::iter::repeat_n(lhs, rhs.len() + 1));
+    }
+
+    /// The nonterminal of `state`, created (unexpanded) on first use.
+    fn family_nt(&mut self, state: FamilyState) -> u32 {
+        if let Some(&nt) = self.family_nts.get(&state) {
+            return nt;
+        }
+        let nt = self.productions.len() as u32;
+        self.productions.push(Vec::new());
+        let info = &self.families[state.family as usize];
+        let nullable = family_nullable(info, &state.used, state.started, &self.nullable);
+        self.nullable.push(nullable);
+        self.unexpanded.insert(nt, state.clone());
+        self.family_nts.insert(state, nt);
+        nt
+    }
+
+    /// Builds the productions of `nt` if it is a family nonterminal not expanded yet: the end
+    /// (when every required member is used), or one more item, then the rest.
+    fn expand(&mut self, nt: u32) -> Result<(), MatchError> {
+        let Some(state) = self.unexpanded.remove(&nt) else {
+            return Ok(());
+        };
+        let f = state.family as usize;
+        let (separator, extra, members, allow_empty) = {
+            let family = &self.families[f].family;
+            (
+                family.separator,
+                family.extra,
+                family.members.len(),
+                family.allow_empty,
+            )
+        };
+        let complete = self.families[f]
+            .required
+            .iter()
+            .zip(state.used.iter())
+            .all(|(r, u)| r & !u == 0);
+        if complete && (state.started || allow_empty) {
+            self.add_production(nt, &[]);
+        }
+        let lead: SmallVec<[u32; 1]> = match (state.started, separator) {
+            (false, _) => SmallVec::new(),
+            (true, Some(sep)) => SmallVec::from_slice(&[sep]),
+            (true, None) => return Ok(()),
+        };
+        for j in (0..members).filter(|&j| !has_bit(&state.used, j)) {
+            let mut used = state.used.clone();
+            used[j / 64] |= 1 << (j % 64);
+            let next = self.family_nt(FamilyState {
+                family: state.family,
+                used,
+                started: true,
+            });
+            let member = self.families[f].family.members[j].0;
+            let mut rhs = lead.clone();
+            rhs.extend([member, next]);
+            self.add_production(nt, &rhs);
+        }
+        if let Some(extra) = extra {
+            let next = self.family_nt(FamilyState {
+                started: true,
+                ..state
+            });
+            let mut rhs = lead;
+            rhs.extend([extra, next]);
+            self.add_production(nt, &rhs);
+        }
+        if self.syms.len() > self.max_syms {
+            return Err(MatchError::LimitExceeded {
+                what: "grammar size with unordered items expanded",
+                limit: self.max_syms,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Whether a family nonterminal derives the empty string: every required member not used yet
+/// does, at least one item when one is needed, and the separator if any comes between.
+fn family_nullable(info: &FamilyInfo, used: &[u64], started: bool, nullable: &[bool]) -> bool {
+    let family = &info.family;
+    let null = |nt: u32| nullable[nt as usize];
+    let mut missing = 0usize;
+    for (j, &(nt, required)) in family.members.iter().enumerate() {
+        if required && !has_bit(used, j) {
+            if !null(nt) {
+                return false;
+            }
+            missing += 1;
+        }
+    }
+    let mut items = missing;
+    if items == 0 && !started && !family.allow_empty {
+        let free = family
+            .members
+            .iter()
+            .enumerate()
+            .any(|(j, &(nt, _))| !has_bit(used, j) && null(nt))
+            || family.extra.is_some_and(null);
+        if !free {
+            return false;
+        }
+        items = 1;
+    }
+    let separators = if items == 0 {
+        0
+    } else {
+        items - 1 + usize::from(started)
+    };
+    separators == 0 || family.separator.is_some_and(null)
+}
+
+fn nullable_nonterminals(cfg: &Cfg, nullable_t: &[bool], families: &[FamilyInfo]) -> Vec<bool> {
     let mut nullable = vec![false; cfg.nonterminals.len()];
     loop {
         let mut changed = false;
@@ -291,6 +469,14 @@ fn nullable_nonterminals(cfg: &Cfg, nullable_t: &[bool]) -> Vec<bool> {
             };
             if !nullable[*lhs as usize] && rhs.iter().all(is_nullable) {
                 nullable[*lhs as usize] = true;
+                changed = true;
+            }
+        }
+        for info in families {
+            let root = info.family.root as usize;
+            let none = vec![0; info.required.len()];
+            if !nullable[root] && family_nullable(info, &none, false, &nullable) {
+                nullable[root] = true;
                 changed = true;
             }
         }

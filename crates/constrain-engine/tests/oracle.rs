@@ -92,6 +92,7 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
         ("json", json_grammar()),
         ("arithmetic", arithmetic_grammar()),
         ("record", record_grammar()),
+        ("unordered record", unordered_record_grammar()),
         (
             "email",
             Grammar::from_regex(r"[a-z0-9._]{1,12}@[a-z]{1,10}\.(com|org|net)").unwrap(),

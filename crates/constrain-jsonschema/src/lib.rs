@@ -55,8 +55,8 @@
 //! characters at a time, so both compact JSON and Python's `json.dumps` spelling are accepted;
 //! [`Whitespace`] and [`Separators`] fix other layouts. Declared properties appear in the
 //! order of `properties` ([`PropertyOrder::Schema`], as with other constrained-decoding
-//! engines), with undeclared keys after them; [`PropertyOrder::Any`] lifts that for small
-//! objects. Keys that only `required` names are not declared: they come after the declared
+//! engines), with undeclared keys after them; [`PropertyOrder::Any`] lifts that (the engine
+//! tracks the properties seen, for any number of them). Keys that only `required` names are not declared: they come after the declared
 //! ones.
 //!
 //! # Numbers

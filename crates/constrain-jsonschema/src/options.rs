@@ -126,8 +126,10 @@ pub enum PropertyOrder {
     #[default]
     Schema,
     /// In any order. Each declared property still appears at most once and required ones must
-    /// appear, which the grammar tracks with one state per subset of properties: objects with
-    /// many declared properties are refused (see [`Options::max_any_order_properties`]).
+    /// appear: the grammar tracks the subset of properties seen, built lazily as outputs reach
+    /// it. Where `minProperties`/`maxProperties` must be counted as well (or some member must
+    /// satisfy a `not`), the subsets are spelled out in the grammar, and objects with more
+    /// declared properties than [`Options::max_any_order_properties`] are refused.
     Any,
 }
 
@@ -150,7 +152,8 @@ pub struct Options {
     /// Deepest nesting of arrays/objects inside a value the schema does not describe (`{}`,
     /// `true`, an absent `items`...); `u32::MAX` (the default) for no limit.
     pub max_untyped_depth: u32,
-    /// Most declared properties of one object under [`PropertyOrder::Any`].
+    /// Most declared properties of one object under [`PropertyOrder::Any`] when its counts
+    /// must be tracked too (see there).
     pub max_any_order_properties: u32,
     /// Enforce `format` (as generators need). The 2020-12 specification makes `format` an
     /// annotation by default; `false` treats it as one.

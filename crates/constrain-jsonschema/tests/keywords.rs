@@ -481,6 +481,35 @@ fn objects_in_any_order() {
 }
 
 #[test]
+fn many_properties_in_any_order() {
+    // 40 declared properties: far too many subsets to spell out, tracked as inputs reach them.
+    let properties: serde_json::Map<String, Value> = (0..40)
+        .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+        .collect();
+    let schema = json!({
+        "type": "object",
+        "properties": properties,
+        "required": ["p0", "p39"],
+    });
+    let index = byte_index();
+    let c = Checked::new(&index, &schema, &any_order()).expect("compiles");
+    let member = |i: usize| format!("\"p{i}\": {i}");
+    let backwards: Vec<String> = (0..40).rev().map(member).collect();
+    let object = |members: &[String]| format!("{{{}}}", members.join(", "));
+    assert!(c.accepts_text(&object(&backwards)));
+    assert!(c.accepts_text(&object(&[member(39), "\"extra\": [1]".into(), member(0)])));
+    assert!(
+        !c.accepts_text(&object(&[member(39), member(5)])),
+        "p0 is required"
+    );
+    assert!(
+        !c.accepts_text(&object(&[member(39), member(0), member(39)])),
+        "p39 twice"
+    );
+    assert!(!c.accepts_text(&object(&[member(39), "\"p0\": \"x\"".into()])));
+}
+
+#[test]
 fn dependencies() {
     // Keys that only `required` names are not declared: in schema order they come after the
     // declared ones, so these use any order.

@@ -45,6 +45,36 @@ pub enum Expr {
         /// Most repetitions; `None` for no bound.
         max: Option<u32>,
     },
+    /// Items in any order (see [`Unordered`]).
+    Unordered(Box<Unordered>),
+}
+
+/// Items in any order with `separator` between consecutive ones: each member at most once
+/// (a required one exactly once), `extra` any number of times.
+///
+/// Permutations have no small context-free grammar (one nonterminal per subset of members
+/// used). The parser expands this one lazily, a nonterminal for each subset some input
+/// actually reaches, so an object whose members may come in any order costs what its inputs
+/// visit, not `2^n`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unordered {
+    /// The members, each with whether it must appear.
+    pub members: Vec<UnorderedMember>,
+    /// What may appear any number of times between the members (`None`: nothing).
+    pub extra: Option<Expr>,
+    /// What comes between two consecutive items.
+    pub separator: Expr,
+    /// Whether no item at all is allowed (when no member is required).
+    pub allow_empty: bool,
+}
+
+/// One member of [`Unordered`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnorderedMember {
+    /// The member's language.
+    pub expr: Expr,
+    /// Whether the member must appear.
+    pub required: bool,
 }
 
 impl Expr {
@@ -185,6 +215,11 @@ impl Expr {
         }
     }
 
+    /// Items in any order (see [`Unordered`]).
+    pub fn unordered(unordered: Unordered) -> Expr {
+        Expr::Unordered(Box::new(unordered))
+    }
+
     /// Zero or one.
     pub fn optional(self) -> Expr {
         self.repeat(0, Some(1))
@@ -207,7 +242,19 @@ impl Expr {
             Expr::Rule(r) => f(*r),
             Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().for_each(|p| p.for_each_rule(f)),
             Expr::Repeat { expr, .. } => expr.for_each_rule(f),
+            Expr::Unordered(u) => u.parts().for_each(|p| p.for_each_rule(f)),
         }
+    }
+}
+
+impl Unordered {
+    /// Every expression inside: members, extra, separator.
+    pub(crate) fn parts(&self) -> impl Iterator<Item = &Expr> {
+        self.members
+            .iter()
+            .map(|m| &m.expr)
+            .chain(self.extra.as_ref())
+            .chain(std::iter::once(&self.separator))
     }
 }
 

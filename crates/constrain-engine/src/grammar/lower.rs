@@ -11,7 +11,7 @@ use regex_syntax::hir::{Hir, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::builder::Grammar;
-use super::expr::{Expr, RuleId};
+use super::expr::{Expr, RuleId, Unordered};
 use crate::error::GrammarError;
 use crate::limits::{Deadline, Limits};
 
@@ -35,6 +35,22 @@ pub(crate) struct Cfg {
     pub productions: Vec<(u32, Vec<Sym>)>,
     /// The start nonterminal.
     pub start: u32,
+    /// Items in any order ([`Expr::Unordered`]): their root nonterminals have no productions
+    /// here, the parser expands them as inputs reach them.
+    pub families: Vec<Family>,
+}
+
+/// One lowered [`Expr::Unordered`]: every part as a nonterminal.
+#[derive(Clone, Debug)]
+pub(crate) struct Family {
+    /// The nonterminal standing for the whole, before any item.
+    pub root: u32,
+    /// Each member's nonterminal, and whether it is required.
+    pub members: Vec<(u32, bool)>,
+    pub extra: Option<u32>,
+    /// `None` when the separator matches nothing: then at most one item.
+    pub separator: Option<u32>,
+    pub allow_empty: bool,
 }
 
 /// Size (as [`hir_size`]) up to which adjacent regular pieces are merged into one terminal.
@@ -80,6 +96,7 @@ pub(crate) fn lower(
             nonterminals: Vec::new(),
             productions: Vec::new(),
             start: 0,
+            families: Vec::new(),
         },
         terminal_ids: FxHashMap::default(),
         size: 0,
@@ -166,6 +183,7 @@ impl Lowerer<'_> {
                 let copies = max.unwrap_or(*min).max(1) as usize;
                 Some((s.saturating_mul(copies).saturating_add(1), d + 1))
             }
+            Expr::Unordered(_) => None,
         }
     }
 
@@ -183,6 +201,7 @@ impl Lowerer<'_> {
                 greedy: true,
                 sub: Box::new(self.build_regular(expr)),
             }),
+            Expr::Unordered(_) => unreachable!("`regular_size` finds no unordered items regular"),
         }
     }
 
@@ -280,8 +299,36 @@ impl Lowerer<'_> {
                 let unit = self.unit_nt(inner)?;
                 self.push_repetition(unit, *min, *max, seq)?;
             }
+            Expr::Unordered(u) => {
+                let root = self.unordered_nt(u)?;
+                seq.push_sym(Sym::N(root), self);
+            }
         }
         Ok(())
+    }
+
+    /// The root nonterminal of a new [`Family`] for `u`.
+    fn unordered_nt(&mut self, u: &Unordered) -> Result<u32, GrammarError> {
+        let mut members = Vec::with_capacity(u.members.len());
+        for m in &u.members {
+            members.push((self.unit_nt(&m.expr)?, m.required));
+        }
+        let extra = match &u.extra {
+            Some(e) => Some(self.unit_nt(e)?),
+            None => None,
+        };
+        let separator = Some(self.unit_nt(&u.separator)?);
+        let root = self.new_nt("<unordered>");
+        self.size += members.len() + 3;
+        self.check_size()?;
+        self.cfg.families.push(Family {
+            root,
+            members,
+            extra,
+            separator,
+            allow_empty: u.allow_empty,
+        });
+        Ok(root)
     }
 
     /// Appends `min..=max` (unbounded when `None`) copies of nonterminal `unit` to `seq`.
@@ -535,6 +582,7 @@ fn check_depth(expr: &Expr, depth: usize) -> Result<(), GrammarError> {
             parts.iter().try_for_each(|p| check_depth(p, depth + 1))
         }
         Expr::Repeat { expr, .. } => check_depth(expr, depth + 1),
+        Expr::Unordered(u) => u.parts().try_for_each(|p| check_depth(p, depth + 1)),
     }
 }
 
@@ -632,7 +680,8 @@ fn recursive_rules(bodies: &[Cow<'_, Expr>]) -> Vec<bool> {
     recursive
 }
 
-/// Drops productions that use nonterminals deriving no finite string.
+/// Drops productions that use nonterminals deriving no finite string, and such parts of
+/// families.
 fn prune_unproductive(cfg: &mut Cfg, start_name: &str) -> Result<(), GrammarError> {
     let mut productive = vec![false; cfg.nonterminals.len()];
     loop {
@@ -645,6 +694,12 @@ fn prune_unproductive(cfg: &mut Cfg, start_name: &str) -> Result<(), GrammarErro
                 })
             {
                 productive[*lhs as usize] = true;
+                changed = true;
+            }
+        }
+        for family in &cfg.families {
+            if !productive[family.root as usize] && family_productive(family, &productive) {
+                productive[family.root as usize] = true;
                 changed = true;
             }
         }
@@ -664,7 +719,34 @@ fn prune_unproductive(cfg: &mut Cfg, start_name: &str) -> Result<(), GrammarErro
                 Sym::N(n) => productive[*n as usize],
             })
     });
+    let live = |nt: &u32| productive[*nt as usize];
+    for family in &mut cfg.families {
+        family.members.retain(|(nt, _)| live(nt));
+        family.extra = family.extra.filter(live);
+        family.separator = family.separator.filter(live);
+    }
     Ok(())
+}
+
+/// Whether a family derives some string, given the nonterminals known to: its required
+/// members must, and so must enough items and a separator to put between them.
+fn family_productive(family: &Family, productive: &[bool]) -> bool {
+    let live = |nt: u32| productive[nt as usize];
+    let required = family.members.iter().filter(|(_, r)| *r).count();
+    if family.members.iter().any(|&(nt, r)| r && !live(nt)) {
+        return false;
+    }
+    let items = if required == 0 && !family.allow_empty {
+        let any_item =
+            family.members.iter().any(|&(nt, _)| live(nt)) || family.extra.is_some_and(live);
+        if !any_item {
+            return false;
+        }
+        1
+    } else {
+        required
+    };
+    items < 2 || family.separator.is_some_and(live)
 }
 
 /// Literal alternatives from which on they are merged into a trie.

@@ -5,5 +5,7 @@ mod expr;
 mod lower;
 
 pub use builder::{Grammar, GrammarBuilder};
-pub use expr::{special_token_bytes, Expr, RuleId, SPECIAL_TOKEN_MARKER};
-pub(crate) use lower::{lower, Cfg, Sym};
+pub use expr::{
+    special_token_bytes, Expr, RuleId, Unordered, UnorderedMember, SPECIAL_TOKEN_MARKER,
+};
+pub(crate) use lower::{lower, Cfg, Family, Sym};

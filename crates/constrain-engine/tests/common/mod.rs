@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use constrain_engine::{
-    CompiledGrammar, Expr, Grammar, GrammarBuilder, Limits, Matcher, TokenIndex,
+    CompiledGrammar, Expr, Grammar, GrammarBuilder, Limits, Matcher, TokenIndex, Unordered,
+    UnorderedMember,
 };
 use constrain_vocab::{TokenKind, Vocabulary};
 
@@ -236,4 +237,31 @@ pub fn record_grammar() -> Grammar {
     let root = b.rule_id("root");
     b.define(root, record).expect("defines the root");
     b.build(root).expect("the record grammar builds")
+}
+
+/// The record of [`record_grammar`] with its members in any order (`name` and `city`
+/// required), and any number of `"x": number` members among them.
+pub fn unordered_record_grammar() -> Grammar {
+    let string = re(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#);
+    let number = re(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?");
+    let member = |key: &str, value: &Expr, required: bool| UnorderedMember {
+        expr: Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()]),
+        required,
+    };
+    let body = Expr::unordered(Unordered {
+        members: vec![
+            member("name", &string, true),
+            member("city", &string, true),
+            member("age", &number, false),
+            member("note", &string, false),
+        ],
+        extra: Some(member("x", &number, false).expr),
+        separator: lit(", "),
+        allow_empty: false,
+    });
+    let mut b = GrammarBuilder::new();
+    let root = b.rule_id("root");
+    b.define(root, Expr::seq(vec![lit("{"), body, lit("}")]))
+        .expect("defines the root");
+    b.build(root).expect("the unordered record grammar builds")
 }

@@ -1,7 +1,7 @@
 //! Objects: declared properties (in schema order, or in any order), keys that are not
 //! declared (grouped into regions of keys that share one value schema), and counts.
 
-use constrain_engine::{Expr, RuleId};
+use constrain_engine::{Expr, RuleId, Unordered, UnorderedMember};
 
 use super::scalar::{quoted, string_of};
 use super::Emitter;
@@ -503,22 +503,49 @@ impl Emitter<'_, '_> {
     }
 
     /// Declared members in any order (each at most once), mixed with undeclared ones.
+    ///
+    /// Without counts to keep or witnesses to collect this is the engine's
+    /// [`Expr::Unordered`], expanded lazily for any number of members; otherwise the states
+    /// (subsets of members, counts, witnesses) are spelled out here, for few members.
     fn any_order(&mut self, parts: &Parts, depth: u32) -> Result<Expr, SchemaError> {
         let (min, max) = (parts.min, parts.max);
+        let required = parts.members.iter().filter(|m| m.required).count() as u64;
+        if parts.full == 0 && max.is_none() && min <= required.max(1) {
+            return Ok(Expr::unordered(Unordered {
+                members: parts
+                    .members
+                    .iter()
+                    .map(|m| UnorderedMember {
+                        expr: m.expr.clone().unwrap_or_else(Expr::nothing),
+                        required: m.required,
+                    })
+                    .collect(),
+                extra: parts.extra.expr.clone(),
+                separator: self.layout.item_sep(depth),
+                allow_empty: false,
+            }));
+        }
         let p = parts.members.len();
         let limit = self.ctx.options.max_any_order_properties as usize;
-        if p > limit || p > 20 {
-            self.unsupported(
-                "properties",
-                format!("{p} declared properties in any order (the limit is {limit})"),
-            )?;
-            return self.ordered(parts, depth);
-        }
         let cap = Self::count_cap(min, max) as usize;
         let sats = parts.full as usize + 1;
-        let states = (1usize << p).saturating_mul(cap + 1).saturating_mul(sats);
-        if states > MAX_OBJECT_STATES {
-            self.unsupported("properties", format!("{p} declared properties in any order need more than {MAX_OBJECT_STATES} states"))?;
+        let too_many = if p > limit || p > 20 {
+            Some(format!("the limit is {limit}"))
+        } else {
+            let states = (1usize << p).saturating_mul(cap + 1).saturating_mul(sats);
+            (states > MAX_OBJECT_STATES).then(|| format!("more than {MAX_OBJECT_STATES} states"))
+        };
+        if let Some(why) = too_many {
+            // Schema order is a subset of the valid documents: narrower, never wrong.
+            let pointer = self.pointer.clone();
+            self.ctx.warn(
+                &pointer,
+                "properties",
+                WarningKind::Narrowed,
+                format!(
+                    "{p} declared properties counted in any order ({why}): kept in schema order"
+                ),
+            );
             return self.ordered(parts, depth);
         }
         let sep = self.layout.item_sep(depth);

@@ -4,7 +4,7 @@
 //! Emission produces such parts naturally (a property whose schema is `false`, a branch that
 //! an intersection emptied); dropping them keeps every rule of the built grammar productive.
 
-use constrain_engine::{Expr, RuleId};
+use constrain_engine::{Expr, RuleId, Unordered, UnorderedMember};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Whether an expression is the empty language, as built by [`Expr::nothing`].
@@ -23,6 +23,20 @@ fn productive(e: &Expr, rules: &FxHashSet<RuleId>) -> bool {
         Expr::Seq(parts) => parts.iter().all(|p| productive(p, rules)),
         Expr::Alt(parts) => parts.iter().any(|p| productive(p, rules)),
         Expr::Repeat { expr, min, .. } => *min == 0 || productive(expr, rules),
+        Expr::Unordered(u) => {
+            let live = |e: &Expr| productive(e, rules);
+            let required = u.members.iter().filter(|m| m.required).count();
+            let items = if required == 0 && !u.allow_empty {
+                if !u.members.iter().any(|m| live(&m.expr)) && !u.extra.as_ref().is_some_and(live) {
+                    return false;
+                }
+                1
+            } else {
+                required
+            };
+            u.members.iter().all(|m| !m.required || live(&m.expr))
+                && (items < 2 || live(&u.separator))
+        }
     }
 }
 
@@ -93,6 +107,35 @@ pub(crate) fn prune(e: Expr, live: &FxHashSet<RuleId>) -> Expr {
                 return Expr::empty();
             }
             inner.repeat(min, max)
+        }
+        Expr::Unordered(u) => {
+            let Unordered {
+                members,
+                extra,
+                separator,
+                allow_empty,
+            } = *u;
+            let mut kept = Vec::with_capacity(members.len());
+            for m in members {
+                let expr = prune(m.expr, live);
+                match (is_nothing(&expr), m.required) {
+                    (true, true) => return Expr::nothing(),
+                    (true, false) => {}
+                    (false, required) => kept.push(UnorderedMember { expr, required }),
+                }
+            }
+            let u = Unordered {
+                members: kept,
+                extra: extra.map(|e| prune(e, live)).filter(|e| !is_nothing(e)),
+                separator: prune(separator, live),
+                allow_empty,
+            };
+            let e = Expr::unordered(u);
+            if productive(&e, live) {
+                e
+            } else {
+                Expr::nothing()
+            }
         }
     }
 }

@@ -35,6 +35,7 @@ use anyhow::Context;
 use constrain_vocab::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::test_cases::PropertyOrderArg;
 use report::{Distribution, Summary};
 use runner::Bench;
 
@@ -66,6 +67,11 @@ pub struct Args {
     /// `compile_error` ("compile time (ms) exceeds the limit"), as a server would refuse it.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     compile_budget_ms: u64,
+    /// The order in which an object's declared properties may appear. The valid instances
+    /// list keys in any order and rejecting one is a `validation_error`, hence `any`; `schema`
+    /// is the compiler's default (and the reference engine's only mode).
+    #[arg(long, value_enum, default_value_t = PropertyOrderArg::Any)]
+    property_order: PropertyOrderArg,
 }
 
 /// Runs the benchmark. Exits with 1 when a schema crashed or accepted an invalid instance.
@@ -112,7 +118,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .name("maskbench".into())
             .stack_size(BENCH_STACK_BYTES)
             .spawn_scoped(scope, || -> anyhow::Result<Duration> {
-                let bench = Bench::new(tokenizer, Duration::from_millis(args.compile_budget_ms))?;
+                let bench = Bench::new(
+                    tokenizer,
+                    Duration::from_millis(args.compile_budget_ms),
+                    args.property_order.into(),
+                )?;
                 let started = Instant::now();
                 for path in &files {
                     let id = dataset::file_id(path);

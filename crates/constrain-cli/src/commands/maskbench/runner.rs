@@ -43,7 +43,11 @@ enum Outcome {
 
 impl Bench {
     /// Prepares a run over `tokenizer`'s vocabulary (the token index is built here, untimed).
-    pub fn new(tokenizer: Tokenizer, compile_budget: Duration) -> anyhow::Result<Bench> {
+    pub fn new(
+        tokenizer: Tokenizer,
+        compile_budget: Duration,
+        property_order: constrain_jsonschema::PropertyOrder,
+    ) -> anyhow::Result<Bench> {
         let vocab = tokenizer.vocabulary().clone();
         let eos = vocab.eos_tokens().to_vec();
         anyhow::ensure!(
@@ -57,6 +61,7 @@ impl Bench {
             limits: Limits::default(),
             options: constrain_jsonschema::Options {
                 max_compile_time: Some(compile_budget),
+                property_order,
                 ..constrain_jsonschema::Options::default()
             },
             compile_budget,
@@ -198,7 +203,10 @@ impl Bench {
                 Ok(true) => {}
                 Ok(false) => {
                     return Outcome::Rejected {
-                        reason: format!("token #{k}/{n} ({token}): token not in mask"),
+                        reason: format!(
+                            "token #{k}/{n} ({token}): token not in mask ({})",
+                            self.excerpt(&tokens[..k], token)
+                        ),
                         at_eos: false,
                     }
                 }
@@ -218,6 +226,19 @@ impl Bench {
                 at_eos: true,
             }
         }
+    }
+}
+
+impl Bench {
+    /// The text just before a rejected token and the token itself, for the error message:
+    /// `after "…, \"name\": " comes "\"x"`.
+    fn excerpt(&self, before: &[u32], token: u32) -> String {
+        const CONTEXT_CHARS: usize = 40;
+        let before = String::from_utf8_lossy(&self.tokenizer.decode_bytes(before)).into_owned();
+        let skip = before.chars().count().saturating_sub(CONTEXT_CHARS);
+        let before: String = before.chars().skip(skip).collect();
+        let token = String::from_utf8_lossy(&self.tokenizer.decode_bytes(&[token])).into_owned();
+        format!("after {before:?} comes {token:?}")
     }
 }
 

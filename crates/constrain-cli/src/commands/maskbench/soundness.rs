@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::dataset;
 use super::sample::WalkLimits;
 use super::soundness_check::{check_schema, spread_sample, CheckOptions, SchemaCheck};
+use crate::commands::test_cases::PropertyOrderArg;
 
 /// Arguments of `constrain bench soundness`.
 #[derive(clap::Args, Debug)]
@@ -38,6 +39,9 @@ pub struct Args {
     /// Also prints, per schema, the first walk that ran out of tokens.
     #[arg(long)]
     verbose: bool,
+    /// The order in which an object's declared properties may appear.
+    #[arg(long, value_enum, default_value_t = PropertyOrderArg::Schema)]
+    property_order: PropertyOrderArg,
 }
 
 /// Runs the check; exits with 1 when any document breaks its schema.
@@ -53,6 +57,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         walk: WalkLimits {
             soft_budget: args.soft_budget,
             max_tokens: args.max_tokens,
+        },
+        schema: constrain_jsonschema::Options {
+            property_order: args.property_order.into(),
+            ..constrain_jsonschema::Options::default()
         },
         ..CheckOptions::default()
     };

@@ -21,6 +21,8 @@ pub struct CheckOptions {
     pub walk: WalkLimits,
     /// Engine budgets.
     pub limits: Limits,
+    /// The schema compiler's options.
+    pub schema: constrain_jsonschema::Options,
 }
 
 impl Default for CheckOptions {
@@ -29,6 +31,7 @@ impl Default for CheckOptions {
             documents: 20,
             walk: WalkLimits::default(),
             limits: Limits::default(),
+            schema: constrain_jsonschema::Options::default(),
         }
     }
 }
@@ -85,11 +88,10 @@ pub fn check_schema(
     index: &Arc<TokenIndex>,
     options: &CheckOptions,
 ) -> SchemaCheck {
-    let compiled =
-        match constrain_jsonschema::compile(schema, &constrain_jsonschema::Options::default()) {
-            Ok(compiled) => compiled,
-            Err(err) => return SchemaCheck::NotCompiled(err.to_string()),
-        };
+    let compiled = match constrain_jsonschema::compile(schema, &options.schema) {
+        Ok(compiled) => compiled,
+        Err(err) => return SchemaCheck::NotCompiled(err.to_string()),
+    };
     let grammar =
         match CompiledGrammar::new(&compiled.grammar, index.clone(), options.limits.clone()) {
             Ok(grammar) => grammar,

@@ -56,14 +56,20 @@ pub enum PropertyOrderArg {
     Any,
 }
 
+impl From<PropertyOrderArg> for constrain_jsonschema::PropertyOrder {
+    fn from(arg: PropertyOrderArg) -> Self {
+        match arg {
+            PropertyOrderArg::Schema => constrain_jsonschema::PropertyOrder::Schema,
+            PropertyOrderArg::Any => constrain_jsonschema::PropertyOrder::Any,
+        }
+    }
+}
+
 impl Args {
     /// The schema compiler's options these arguments ask for.
     fn schema_options(&self) -> constrain_jsonschema::Options {
         constrain_jsonschema::Options {
-            property_order: match self.property_order {
-                PropertyOrderArg::Schema => constrain_jsonschema::PropertyOrder::Schema,
-                PropertyOrderArg::Any => constrain_jsonschema::PropertyOrder::Any,
-            },
+            property_order: self.property_order.into(),
             assert_formats: !self.format_annotation,
             ..constrain_jsonschema::Options::default()
         }
