@@ -45,17 +45,17 @@ pub(crate) struct Automaton {
 
 impl Automaton {
     pub(crate) fn new(
-        cfg: &Cfg,
+        cfg: Cfg,
         limits: &Limits,
         deadline: &Deadline,
     ) -> Result<Automaton, GrammarError> {
-        let lexer = Lexer::new(&cfg.terminals, limits, deadline)?;
         let parser = Parser::new(
-            cfg,
+            &cfg,
             limits.max_rows,
             limits.max_items_per_row,
             limits.max_grammar_size.saturating_mul(2),
         );
+        let lexer = Lexer::new(cfg.terminals, limits, deadline)?;
         let mut automaton = Automaton {
             lexer,
             parser,

@@ -70,7 +70,7 @@ impl CompiledGrammar {
     ) -> Result<Arc<CompiledGrammar>, GrammarError> {
         let deadline = Deadline::after(limits.max_compile_time);
         let cfg = lower(grammar, &limits, &deadline)?;
-        let automaton = Automaton::new(&cfg, &limits, &deadline)?;
+        let automaton = Automaton::new(cfg, &limits, &deadline)?;
         let initial = automaton.initial();
         Ok(Arc::new(CompiledGrammar {
             index,

@@ -102,6 +102,14 @@ pub enum MatchError {
         /// Words needed: `ceil(logits_width / 32)`.
         expected: usize,
     },
+    /// A terminal's automaton, built when first needed, could not be built.
+    #[error("cannot build the automaton of terminal {pattern:?}: {message}")]
+    Terminal {
+        /// The terminal's regular expression.
+        pattern: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A run-time budget of the lazily built automaton was exhausted (see [`Limits`](crate::Limits)).
     #[error("automaton too large: {what} exceeds the limit of {limit}")]
     LimitExceeded {

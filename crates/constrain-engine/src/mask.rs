@@ -10,7 +10,9 @@
 //!
 //! Both walks take a subtree in one step when every byte below it is a text byte and the state
 //! reached survives any text that long (a string body, or one with characters left before its
-//! `maxLength`; see `text_run`): all its tokens are then allowed.
+//! `maxLength`; see `text_run`): all its tokens are then allowed. The lexeme walk also does so
+//! when everything below is whole string characters of any script and the lexer state can
+//! neither die nor end on them (`Lexer::free_in_strings`).
 
 use rustc_hash::FxHashMap;
 
@@ -71,8 +73,8 @@ pub(crate) fn lexeme_mask(
         }
         if auto.lexer.accepts(next).is_empty()
             && index.has_children(i)
-            && index.text_below(i)
-            && index.subtree_height(i) <= auto.lexer.text_radius(next)?
+            && ((index.text_below(i) && index.subtree_height(i) <= auto.lexer.text_radius(next)?)
+                || (index.string_below(i) && auto.lexer.free_in_strings(next)))
         {
             // Every token below keeps the lexeme alive, and none can end it: inside.
             set_bits(&mut inside, index.subtree_tokens(i));

@@ -34,6 +34,9 @@ pub struct TokenIndex {
     text_below: Vec<bool>,
     /// Per node: the depth of its subtree below it (0 for a leaf), capped at 255.
     height: Vec<u8>,
+    /// Per node: whether every token below it continues with whole string characters only
+    /// (see [`is_string_char`]).
+    string_below: Vec<bool>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
@@ -74,6 +77,8 @@ impl TokenIndex {
             tokens_len: 0,
         }];
         let mut tokens = Vec::with_capacity(entries.len());
+        let mut string_below = vec![true];
+        let mut string_from = Vec::new();
         // `path[d]` is the node at depth d + 1 on the current path.
         let mut path: Vec<usize> = Vec::new();
         let mut previous: &[u8] = &[];
@@ -95,6 +100,12 @@ impl TokenIndex {
                     tokens_start: tokens.len() as u32,
                     tokens_len: 0,
                 });
+                string_below.push(true);
+            }
+            string_characters_from(bytes, &mut string_from);
+            string_below[0] &= string_from[0];
+            for (depth, &node) in path.iter().enumerate() {
+                string_below[node] &= string_from[depth + 1];
             }
             let last = path.last().copied().unwrap_or(0);
             if nodes[last].tokens_len == 0 {
@@ -130,6 +141,7 @@ impl TokenIndex {
             mask_words,
             text_below,
             height,
+            string_below,
             lexeme_masks: Mutex::default(),
         })
     }
@@ -220,6 +232,43 @@ impl TokenIndex {
     pub(crate) fn text_below(&self, node: usize) -> bool {
         self.text_below[node]
     }
+
+    /// Whether every token below `node` continues with whole [`is_string_char`] characters.
+    pub(crate) fn string_below(&self, node: usize) -> bool {
+        self.string_below[node]
+    }
+}
+
+/// Characters a JSON string holds unescaped: what string bodies, free text and
+/// most of a vocabulary (every script, not only ASCII) are made of. A walk that reaches a state
+/// that never dies or ends on them can take a whole subtree of them at once (see `mask.rs`).
+pub(crate) fn is_string_char(c: char) -> bool {
+    c >= ' ' && c != '"' && c != '\\'
+}
+
+/// `from[k]` for `k` in `0..=bytes.len()`: whether `bytes[k..]` is a run of whole
+/// [`is_string_char`] characters.
+fn string_characters_from(bytes: &[u8], from: &mut Vec<bool>) {
+    from.clear();
+    from.resize(bytes.len() + 1, false);
+    from[bytes.len()] = true;
+    for k in (0..bytes.len()).rev() {
+        let width = match bytes[k] {
+            0x00..=0x7F => 1,
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => continue,
+        };
+        let Some(char_bytes) = bytes.get(k..k + width) else {
+            continue;
+        };
+        let whole = std::str::from_utf8(char_bytes)
+            .ok()
+            .and_then(|s| s.chars().next())
+            .is_some_and(is_string_char);
+        from[k] = whole && from[k + width];
+    }
 }
 
 /// Per node of a depth-first trie: how deep its subtree goes below it (capped at 255).
@@ -254,5 +303,34 @@ pub(crate) fn is_text_byte(b: u8) -> bool {
 pub(crate) fn set_bits(mask: &mut [u32], tokens: &[u32]) {
     for &t in tokens {
         mask[(t >> 5) as usize] |= 1 << (t & 31);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(bytes: &[u8]) -> Vec<bool> {
+        let mut out = Vec::new();
+        string_characters_from(bytes, &mut out);
+        out
+    }
+
+    #[test]
+    fn string_characters_are_whole_characters_of_any_script() {
+        assert_eq!(
+            from("aé日".as_bytes()),
+            [true, true, false, true, false, false, true]
+        );
+        // A quote, a backslash or a control character ends the run behind it.
+        assert_eq!(from(b"a\"b"), [false, false, true, true]);
+        assert_eq!(from(b"\\n"), [false, true, true]);
+        assert_eq!(from(b"\n "), [false, true, true]);
+        // A partial character (byte-level tokens) is not one; special tokens neither.
+        assert_eq!(from(&[0xE6, 0x97]), [false, false, true]);
+        assert_eq!(
+            from(&special_token_bytes(7)),
+            [false, false, false, false, false, true]
+        );
     }
 }

@@ -90,6 +90,8 @@ pub(crate) fn lower(
         deadline,
         bodies: &bodies,
         regular: vec![None; bodies.len()],
+        unbounded: vec![false; bodies.len()],
+        rule_pieces: vec![None; bodies.len()],
         rule_nt: vec![None; bodies.len()],
         cfg: Cfg {
             terminals: Vec::new(),
@@ -110,6 +112,7 @@ pub(crate) fn lower(
                 .filter(|&(size, depth)| {
                     size <= limits.max_inline_size && depth <= MAX_INLINE_DEPTH
                 });
+            lowerer.unbounded[rule] = lowerer.is_unbounded(&bodies[rule]);
         }
     }
     let start_nt = lowerer.nt_of(grammar.start());
@@ -135,6 +138,11 @@ struct Lowerer<'a> {
     /// regular and small enough to inline. Expressions are only built where a terminal needs
     /// them: a rule used in many places is then never kept (or copied) whole.
     regular: Vec<Option<(usize, usize)>>,
+    /// Per regular rule: whether its language is unbounded (then it is a lexeme of its own
+    /// wherever it is used: see [`SeqBuilder::push_regular`]).
+    unbounded: Vec<bool>,
+    /// Per unbounded regular rule: its one terminal, once built.
+    rule_pieces: Vec<Option<Piece>>,
     rule_nt: Vec<Option<u32>>,
     cfg: Cfg,
     terminal_ids: FxHashMap<String, u32>,
@@ -271,6 +279,25 @@ impl Lowerer<'_> {
 
     fn lower_into(&mut self, expr: &Expr, seq: &mut SeqBuilder) -> Result<(), GrammarError> {
         self.deadline.check()?;
+        match expr {
+            // Its unbounded parts would be lexemes of their own anyway: lowering part by part
+            // lets every use of an unbounded rule share one terminal, built once.
+            Expr::Seq(parts) if self.is_unbounded(expr) => {
+                for p in parts {
+                    self.lower_into(p, seq)?;
+                }
+                return Ok(());
+            }
+            Expr::Rule(r) if self.regular[r.index()].is_some() && self.unbounded[r.index()] => {
+                match self.rule_piece(*r) {
+                    Piece::Terminal(t) => seq.push_sym(Sym::T(t), self),
+                    Piece::Empty => {}
+                    Piece::Nothing => seq.dead = true,
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
         if let Some(r) = self.as_regular(expr) {
             seq.push_regular(r, self);
             return Ok(());
@@ -450,6 +477,34 @@ impl Lowerer<'_> {
         size
     }
 
+    /// Whether the language of `expr` may be unbounded in length (an over-approximation:
+    /// it only decides where terminals are cut, never what they match).
+    fn is_unbounded(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Regex(h) => h.properties().maximum_len().is_none(),
+            Expr::Rule(r) => self.regular[r.index()].is_none() || self.unbounded[r.index()],
+            Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().any(|p| self.is_unbounded(p)),
+            Expr::Repeat { expr, max, .. } => max.is_none() || self.is_unbounded(expr),
+            Expr::Unordered(_) => true,
+        }
+    }
+
+    /// The terminal of a regular rule with an unbounded language, built on first use.
+    fn rule_piece(&mut self, rule: RuleId) -> Piece {
+        if let Some(piece) = self.rule_pieces[rule.index()] {
+            return piece;
+        }
+        let hir = self.build_regular(&self.bodies[rule.index()]);
+        let props = hir.properties();
+        let piece = match (props.minimum_len(), props.maximum_len()) {
+            (None, _) => Piece::Nothing,
+            (_, Some(0)) => Piece::Empty,
+            _ => Piece::Terminal(self.terminal(hir)),
+        };
+        self.rule_pieces[rule.index()] = Some(piece);
+        piece
+    }
+
     /// A nonterminal deriving exactly `expr`.
     fn unit_nt(&mut self, expr: &Expr) -> Result<u32, GrammarError> {
         if let Expr::Rule(r) = expr {
@@ -472,6 +527,16 @@ impl Lowerer<'_> {
         self.terminal_ids.insert(key, id);
         id
     }
+}
+
+/// What a regular piece lowers to.
+#[derive(Copy, Clone, Debug)]
+enum Piece {
+    Terminal(u32),
+    /// Only the empty string: no symbol.
+    Empty,
+    /// The empty language: the production is dropped.
+    Nothing,
 }
 
 /// Accumulates the symbols of one production, concatenating adjacent regular pieces.
@@ -536,30 +601,50 @@ fn rewrite_tail_recursion(rule: RuleId, body: &Expr) -> Option<Expr> {
         Expr::Alt(alts) => alts,
         other => std::slice::from_ref(other),
     };
-    let mut prefixes = Vec::new();
-    let mut bases = Vec::new();
-    for alt in alts {
-        let parts: &[Expr] = match alt {
-            Expr::Seq(parts) => parts,
-            other => std::slice::from_ref(other),
+    let parts = |alt: &'_ Expr| -> Vec<Expr> {
+        match alt {
+            Expr::Seq(parts) => parts.clone(),
+            other => vec![other.clone()],
+        }
+    };
+    // Decide first, copy after: most rules are not tail recursive.
+    let tail_call = |alt: &Expr| {
+        let last = match alt {
+            Expr::Seq(parts) => parts.last(),
+            other => Some(other),
         };
-        match parts.split_last() {
-            Some((Expr::Rule(r), init)) if *r == rule => {
-                if init.iter().any(|e| refers_to(e, rule)) {
-                    return None;
-                }
-                prefixes.push(Expr::seq(init.to_vec()));
+        matches!(last, Some(Expr::Rule(r)) if *r == rule)
+    };
+    let mut any = false;
+    for alt in alts {
+        if tail_call(alt) {
+            let init = match alt {
+                Expr::Seq(parts) => &parts[..parts.len() - 1],
+                _ => &[],
+            };
+            if init.iter().any(|e| refers_to(e, rule)) {
+                return None;
             }
-            _ if refers_to(alt, rule) => return None,
-            _ => bases.push(alt.clone()),
+            any = true;
+        } else if refers_to(alt, rule) {
+            return None;
         }
     }
-    if prefixes.is_empty() {
+    if !any {
         return None;
     }
+    let (recursive, bases): (Vec<&Expr>, Vec<&Expr>) = alts.iter().partition(|a| tail_call(a));
+    let prefixes = recursive
+        .into_iter()
+        .map(|alt| {
+            let mut init = parts(alt);
+            init.pop();
+            Expr::seq(init)
+        })
+        .collect();
     Some(Expr::seq(vec![
         Expr::alt(prefixes).star(),
-        Expr::alt(bases),
+        Expr::alt(bases.into_iter().cloned().collect()),
     ]))
 }
 

@@ -263,7 +263,8 @@ fn decimal(text: &str) -> Option<(i128, i32)> {
     ))
 }
 
-/// `document` as the reference validator must see it, or `None` when it cannot judge it.
+/// `document` as the reference validator must see it (objects in key order, see
+/// [`in_key_order`]), or `None` when it cannot judge it.
 ///
 /// `serde_json` keeps integers only within 64 bits and turns `-0` into a float, which the
 /// validator then refuses as an integer; and it treats integral floats (`5.0`) inconsistently
@@ -281,8 +282,8 @@ fn reference_instance(document: &Json, integral_floats_are_integers: bool) -> Op
                 .map(|item| reference_instance(item, integral_floats_are_integers))
                 .collect::<Option<_>>()?,
         ),
-        Json::Object(members) => Value::Object(
-            members
+        Json::Object(members) => {
+            let mut members = members
                 .iter()
                 .map(|(k, v)| {
                     Some((
@@ -290,9 +291,35 @@ fn reference_instance(document: &Json, integral_floats_are_integers: bool) -> Op
                         reference_instance(v, integral_floats_are_integers)?,
                     ))
                 })
-                .collect::<Option<_>>()?,
-        ),
+                .collect::<Option<Vec<_>>>()?;
+            // Stable: of a repeated key, the last value still wins.
+            members.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(members.into_iter().collect())
+        }
     })
+}
+
+/// `value` with the members of every object in key order.
+///
+/// The reference validator compares objects (`enum`, `const`, `uniqueItems`) member by member
+/// in stored order, so `{"a":1,"b":2}` would not equal `{"b":2,"a":1}`; with every object of
+/// the schema and of the document in key order, comparisons are by content, as the
+/// specification says.
+fn in_key_order(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(in_key_order).collect()),
+        Value::Object(members) => {
+            let mut members: Vec<(&String, &Value)> = members.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                members
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), in_key_order(v)))
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
 }
 
 fn reference_number(text: &str, integral_floats_are_integers: bool) -> Option<serde_json::Number> {
@@ -346,7 +373,9 @@ fn reference_validator(
             options = options.with_format(name.to_string(), |_: &str| true);
         }
     }
-    options.build(schema).map_err(|err| err.to_string())
+    options
+        .build(&in_key_order(schema))
+        .map_err(|err| err.to_string())
 }
 
 /// `n` items spread evenly over `items` (all of them when `n >= items.len()`), so that a
