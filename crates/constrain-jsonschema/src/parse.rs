@@ -87,6 +87,9 @@ const KNOWN: &[&str] = &[
     "$recursiveRef",
 ];
 
+/// Keywords that draft 7 introduced: in a draft 4 document they are unknown words, ignored.
+const CONDITIONALS: [&str; 3] = ["if", "then", "else"];
+
 /// The JSON types a `type` keyword allows.
 #[derive(Clone, Copy)]
 struct Types {
@@ -244,7 +247,7 @@ impl Ctx<'_> {
         for key in map.keys() {
             let k = key.as_str();
             if ANNOTATIONS.contains(&k)
-                || KNOWN.contains(&k)
+                || (KNOWN.contains(&k) && !(draft == Draft::Draft4 && CONDITIONALS.contains(&k)))
                 || (k == "id" && draft == Draft::Draft4)
             {
                 continue;
@@ -294,7 +297,13 @@ impl Ctx<'_> {
             let c = self.complement_or_drop(&n, &child(pointer, "not"), "not")?;
             node = self.meet(&node, &c, pointer)?;
         }
-        if let Some(cond) = self.sub(map, "if", pointer, base, depth)? {
+        // Draft 4 has no conditionals: there `if` is an unknown word, its subschema unread.
+        let cond = if self.doc.draft == Draft::Draft4 {
+            None
+        } else {
+            self.sub(map, "if", pointer, base, depth)?
+        };
+        if let Some(cond) = cond {
             let then = self.sub(map, "then", pointer, base, depth)?;
             let otherwise = self.sub(map, "else", pointer, base, depth)?;
             // `unevaluatedProperties` sees the annotations of a passing `if`: keep it even when

@@ -640,6 +640,30 @@ fn annotations_and_unknown_keywords_are_ignored_with_warnings() {
 }
 
 #[test]
+fn draft_4_has_no_conditionals() {
+    // `if`/`then`/`else` came with draft 7: in a draft 4 document they are unknown words.
+    let conditional =
+        |uri: &str| json!({"$schema": uri, "if": {"minimum": 10}, "then": {"multipleOf": 2}});
+    check(
+        conditional("http://json-schema.org/draft-04/schema#"),
+        &[json!(11), json!(12), json!(3)],
+        &[],
+    );
+    check(
+        conditional("http://json-schema.org/draft-07/schema#"),
+        &[json!(12), json!(3)],
+        &[json!(11)],
+    );
+    let c = constrain_jsonschema::compile(
+        &conditional("http://json-schema.org/draft-04/schema#"),
+        &Options::default(),
+    )
+    .expect("compiles");
+    let words: Vec<&str> = c.warnings.iter().map(|w| w.keyword.as_str()).collect();
+    assert_eq!(words, ["if", "then"]);
+}
+
+#[test]
 fn unsupported_keywords_are_errors_unless_lenient() {
     let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true}}});
     let err = constrain_jsonschema::compile(&schema, &Options::default()).expect_err("unsupported");
