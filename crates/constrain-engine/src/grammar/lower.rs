@@ -54,7 +54,7 @@ pub(crate) struct Family {
 }
 
 /// Size (as [`hir_size`]) up to which adjacent regular pieces are merged into one terminal.
-const MAX_MERGED_SIZE: usize = 1_000;
+const MAX_MERGED_SIZE: usize = 20_000;
 
 /// Hir nesting beyond which a regular expression is kept as a nonterminal instead of inlined.
 const MAX_INLINE_DEPTH: usize = 100;
@@ -280,25 +280,13 @@ impl Lowerer<'_> {
     fn lower_into(&mut self, expr: &Expr, seq: &mut SeqBuilder) -> Result<(), GrammarError> {
         self.deadline.check()?;
         match expr {
-            // Its unbounded and large parts would be lexemes of their own anyway: lowering
-            // part by part lets every use of such a part share one terminal, built once and
-            // only when a lexeme may first be it (a key of an object starts the small terminal
-            // of its key, not one holding its value too).
-            Expr::Seq(parts) if self.splits(expr) => {
+            // Its unbounded parts would be lexemes of their own anyway: lowering part by part
+            // lets every use of an unbounded rule share one terminal, built once.
+            Expr::Seq(parts) if self.is_unbounded(expr) => {
                 for p in parts {
                     self.lower_into(p, seq)?;
                 }
                 return Ok(());
-            }
-            // A large bounded rule (a key with a long counted value) is cut the same way; an
-            // unbounded one stays one terminal, shared by its uses.
-            Expr::Rule(r)
-                if self.regular[r.index()].is_some_and(|(size, _)| size > MAX_MERGED_SIZE)
-                    && !self.unbounded[r.index()]
-                    && matches!(&*self.bodies[r.index()], Expr::Seq(_)) =>
-            {
-                let bodies = self.bodies;
-                return self.lower_into(&bodies[r.index()], seq);
             }
             Expr::Rule(r) if self.regular[r.index()].is_some() && self.unbounded[r.index()] => {
                 match self.rule_piece(*r) {
@@ -499,15 +487,6 @@ impl Lowerer<'_> {
             Expr::Repeat { expr, max, .. } => max.is_none() || self.is_unbounded(expr),
             Expr::Unordered(_) => true,
         }
-    }
-
-    /// Whether a sequence is lowered part by part: when it holds unbounded parts, or is too
-    /// large to be one terminal with its neighbours.
-    fn splits(&self, seq: &Expr) -> bool {
-        self.is_unbounded(seq)
-            || self
-                .regular_size(seq)
-                .is_none_or(|(size, _)| size > MAX_MERGED_SIZE)
     }
 
     /// The terminal of a regular rule with an unbounded language, built on first use.
