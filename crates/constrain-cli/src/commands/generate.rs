@@ -8,6 +8,8 @@ mod run;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::test_cases::PropertyOrderArg;
+
 /// Shown after `--help`.
 pub const EXAMPLES: &str = "\
 Examples:
@@ -57,6 +59,15 @@ pub struct Args {
     /// Constrain the output to any JSON value.
     #[arg(long, group = "constraint", help_heading = "Constraint")]
     pub json: bool,
+    /// With --schema: the order of an object's declared properties (`schema`: as the schema
+    /// lists them; `any`: any order, each at most once).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = PropertyOrderArg::Schema,
+        help_heading = "Constraint"
+    )]
+    pub property_order: PropertyOrderArg,
 
     /// GGUF model file [default: the cached model from `constrain fetch-model`].
     #[arg(long, value_name = "PATH", help_heading = "Model")]

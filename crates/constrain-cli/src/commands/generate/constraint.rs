@@ -25,7 +25,7 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
     if let Some(path) = &args.schema {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the schema {}", path.display()))?;
-        let compiled = constrain_jsonschema::compile_str(&text, &schema_options())
+        let compiled = constrain_jsonschema::compile_str(&text, &schema_options(args))
             .with_context(|| format!("compiling the schema {}", path.display()))?;
         for warning in &compiled.warnings {
             eprintln!("warning: {}: {warning}", path.display());
@@ -38,7 +38,7 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
     }
     if args.json {
         // The empty schema accepts every JSON value.
-        let compiled = constrain_jsonschema::compile(&serde_json::json!({}), &schema_options())
+        let compiled = constrain_jsonschema::compile(&serde_json::json!({}), &schema_options(args))
             .context("compiling the grammar of JSON values")?;
         return Ok(Some(Constraint {
             grammar: compiled.grammar,
@@ -70,10 +70,11 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
 /// The specification's semantics, in one fixed layout: one line, `", "` and `": "` between
 /// items (as Python's `json.dumps` writes). Small models given any freedom in whitespace
 /// tend to spend their tokens on newlines and indentation instead of content.
-fn schema_options() -> constrain_jsonschema::Options {
+fn schema_options(args: &Args) -> constrain_jsonschema::Options {
     constrain_jsonschema::Options {
         whitespace: constrain_jsonschema::Whitespace::Compact,
         separators: Some(constrain_jsonschema::Separators::python()),
+        property_order: args.property_order.into(),
         ..constrain_jsonschema::Options::default()
     }
 }
