@@ -41,6 +41,8 @@ pub(crate) struct Automaton {
     max_states: usize,
     /// Per state: its text radius (`None` until asked).
     text_radius: Vec<Option<u8>>,
+    /// While the first mask is computed (part of compiling): when to give up.
+    deadline: Option<Deadline>,
 }
 
 impl Automaton {
@@ -65,6 +67,7 @@ impl Automaton {
             initial: DEAD,
             max_states: limits.max_states,
             text_radius: Vec::new(),
+            deadline: None,
         };
         let dead = automaton.intern(Config {
             scans: SmallVec::new(),
@@ -132,7 +135,17 @@ impl Automaton {
         self.next(state, class)
     }
 
+    /// Bounds the work of building states (and lexer states and terminal automata) by
+    /// `deadline`, or lifts the bound.
+    pub(crate) fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        self.deadline = deadline;
+        self.lexer.set_deadline(deadline);
+    }
+
     fn compute_next(&mut self, state: StateId, class: usize) -> Result<StateId, MatchError> {
+        if let Some(deadline) = &self.deadline {
+            deadline.check_match()?;
+        }
         let scans = self.configs[state as usize].scans.clone();
         let mut next = Config {
             scans: SmallVec::new(),

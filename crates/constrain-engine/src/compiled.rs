@@ -40,7 +40,9 @@ struct MaskCache {
 }
 
 impl CompiledGrammar {
-    /// Compiles `grammar` for the vocabulary of `index`, within `limits`.
+    /// Compiles `grammar` for the vocabulary of `index`, within `limits`, and computes the
+    /// mask of the initial state: the compile-time budget covers both, so a grammar that is
+    /// returned is ready to serve its first token.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -70,9 +72,10 @@ impl CompiledGrammar {
     ) -> Result<Arc<CompiledGrammar>, GrammarError> {
         let deadline = Deadline::after(limits.max_compile_time);
         let cfg = lower(grammar, &limits, &deadline)?;
-        let automaton = Automaton::new(cfg, &limits, &deadline)?;
+        let mut automaton = Automaton::new(cfg, &limits, &deadline)?;
         let initial = automaton.initial();
-        Ok(Arc::new(CompiledGrammar {
+        automaton.set_deadline(Some(deadline));
+        let compiled = Arc::new(CompiledGrammar {
             index,
             lazy: Mutex::new(Lazy {
                 automaton,
@@ -86,7 +89,20 @@ impl CompiledGrammar {
                 budget: limits.mask_cache_bytes,
             }),
             initial,
-        }))
+        });
+        // The first mask is part of compiling: within the same budget, and ready for every
+        // matcher.
+        let first = compiled.mask(initial);
+        compiled.lazy.lock().automaton.set_deadline(None);
+        first.map_err(|e| match e {
+            MatchError::LimitExceeded { what, limit } => {
+                GrammarError::LimitExceeded { what, limit }
+            }
+            other => GrammarError::Unsupported {
+                what: format!("the first mask: {other}"),
+            },
+        })?;
+        Ok(compiled)
     }
 
     /// The vocabulary this grammar was compiled for.

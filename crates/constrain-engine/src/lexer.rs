@@ -64,6 +64,8 @@ pub(crate) struct Lexer {
     text_radius: Vec<Option<u8>>,
     /// Per state: whether it is free in strings (`None` until asked).
     free_in_strings: Vec<Option<bool>>,
+    /// See `Automaton::set_deadline`.
+    deadline: Option<Deadline>,
 }
 
 impl Lexer {
@@ -118,6 +120,7 @@ impl Lexer {
             text_classes,
             text_radius: Vec::new(),
             free_in_strings: Vec::new(),
+            deadline: None,
         };
         let dead = lexer
             .intern(Vec::new())
@@ -129,8 +132,15 @@ impl Lexer {
         Ok(lexer)
     }
 
+    pub(crate) fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        self.deadline = deadline;
+    }
+
     /// Builds the NFA of terminal `t` if it is not built yet.
     fn build_nfa(&mut self, t: u32) -> Result<(), MatchError> {
+        if let Some(deadline) = &self.deadline {
+            deadline.check_match()?;
+        }
         let Some(hir) = self.terminals[t as usize].take() else {
             return Ok(());
         };
@@ -220,6 +230,9 @@ impl Lexer {
         let known = self.trans[slot];
         if known != UNKNOWN {
             return Ok(known);
+        }
+        if let Some(deadline) = &self.deadline {
+            deadline.check_match()?;
         }
         let byte = self.class_rep[class];
         let mut set = Vec::new();

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::GrammarError;
+use crate::error::{GrammarError, MatchError};
 
 /// Nesting limit for parsed regular expressions.
 pub(crate) const REGEX_NEST_LIMIT: u32 = 250;
@@ -69,6 +69,14 @@ impl Deadline {
             at: limit.map(|l| Instant::now() + l),
             limit: limit.unwrap_or(Duration::MAX),
         }
+    }
+
+    /// An error once the deadline has passed, for the lazily built parts.
+    pub(crate) fn check_match(&self) -> Result<(), MatchError> {
+        self.check().map_err(|_| MatchError::LimitExceeded {
+            what: COMPILE_TIME,
+            limit: usize::try_from(self.limit.as_millis()).unwrap_or(usize::MAX),
+        })
     }
 
     /// An error once the deadline has passed.
