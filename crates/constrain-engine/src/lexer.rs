@@ -1,16 +1,12 @@
-//! The lexer: one Thompson NFA per terminal, and a lazily built DFA over them.
-//!
-//! A terminal's NFA is compiled when a lexeme first may be that terminal: most terminals of a
-//! large grammar are never needed by a given output, and none but the first is needed for the
-//! first mask. The byte classes, which every terminal must agree with from the start, come
-//! from the regular expressions themselves.
+//! The lexer: a lazily built DFA over the terminals' NFAs (see `terminal`).
 //!
 //! A lexer state is the set of `(terminal, NFA state)` pairs still alive after the bytes read
 //! since a lexeme started. States are interned, so two rows that expect the same terminals share
 //! lexer states and their transitions. Every NFA state kept in a set can still reach a match, so
-//! a non-empty lexer state always has a completion.
+//! a non-empty lexer state always has a completion. The byte classes, which every terminal must
+//! agree with from the start, come from the regular expressions themselves.
 
-use regex_automata::nfa::thompson::{self, State, WhichCaptures, NFA};
+use regex_automata::nfa::thompson::State;
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Class, Hir, HirKind};
 use regex_syntax::utf8::Utf8Sequences;
@@ -18,7 +14,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{GrammarError, MatchError};
 use crate::limits::{Deadline, Limits};
-use crate::text_run::{text_radius, MAX_RADIUS};
+use crate::terminal::Terminals;
+use crate::text_run::{radius_within, text_radius, MAX_RADIUS};
 use crate::token_index::is_text_byte;
 
 /// Index of a lexer state.
@@ -33,18 +30,27 @@ const UNKNOWN: u32 = u32::MAX;
 /// larger has no signature.
 const MAX_SIGNATURE_STATES: usize = 4096;
 
+/// Lexer states one [`Lexer::string_radius`] explores where characters lead to different
+/// states before settling for the depth reached.
+const MAX_STRING_EXPLORED: usize = 8;
+
+/// Where every string character leads from a lexer state (see [`Lexer::string_radius`]).
+enum AfterChar {
+    /// Some character kills or ends the lexeme on the way.
+    Bad,
+    /// Every character leads to this state.
+    Same(LexId),
+    /// Characters lead to different states.
+    Various,
+}
+
+/// Most class sequences [`Lexer::string_radius`] steps through per character; a grammar whose
+/// byte classes split string characters finer has no string radius.
+const MAX_CHAR_PATHS: usize = 1024;
+
 /// Terminal NFAs plus the lazily built lexer DFA.
 pub(crate) struct Lexer {
-    /// The terminals' regular expressions, until their NFA is built.
-    terminals: Vec<Option<Hir>>,
-    /// Per terminal: its NFA once built (until then, one that never matches).
-    nfas: Vec<NFA>,
-    /// Per terminal, per NFA state: can it still reach a match? (Empty until built.)
-    live: Vec<Vec<bool>>,
-    compiler: thompson::Compiler,
-    nfa_bytes: usize,
-    max_terminal_nfa_bytes: usize,
-    max_total_nfa_bytes: usize,
+    terminals: Terminals,
     /// Byte -> equivalence class, over every terminal.
     byte_class: [u8; 256],
     /// One byte of every class.
@@ -64,6 +70,11 @@ pub(crate) struct Lexer {
     text_radius: Vec<Option<u8>>,
     /// Per state: whether it is free in strings (`None` until asked).
     free_in_strings: Vec<Option<bool>>,
+    /// Per state: its string radius (`None` until asked).
+    string_radius: Vec<Option<u8>>,
+    /// The string characters as sequences of byte classes (`None` until first asked; empty
+    /// when there are more than [`MAX_CHAR_PATHS`]).
+    char_paths: Option<std::sync::Arc<[Box<[usize]>]>>,
     /// See `Automaton::set_deadline`.
     deadline: Option<Deadline>,
 }
@@ -92,22 +103,8 @@ impl Lexer {
             .map(|b| byte_class[b as usize] as usize)
             .collect();
         text_classes.dedup();
-        let config = thompson::Config::new()
-            .nfa_size_limit(Some(limits.max_terminal_nfa_bytes))
-            .shrink(false)
-            .utf8(false)
-            .which_captures(WhichCaptures::None);
-        let mut compiler = thompson::Compiler::new();
-        compiler.configure(config);
-        let never = NFA::never_match();
         let mut lexer = Lexer {
-            nfas: vec![never; terminals.len()],
-            live: vec![Vec::new(); terminals.len()],
-            terminals: terminals.into_iter().map(Some).collect(),
-            compiler,
-            nfa_bytes: 0,
-            max_terminal_nfa_bytes: limits.max_terminal_nfa_bytes,
-            max_total_nfa_bytes: limits.max_total_nfa_bytes,
+            terminals: Terminals::new(terminals, limits, byte_class),
             byte_class,
             class_rep,
             states: Vec::new(),
@@ -120,6 +117,8 @@ impl Lexer {
             text_classes,
             text_radius: Vec::new(),
             free_in_strings: Vec::new(),
+            string_radius: Vec::new(),
+            char_paths: None,
             deadline: None,
         };
         let dead = lexer
@@ -133,45 +132,8 @@ impl Lexer {
     }
 
     pub(crate) fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        self.terminals.set_deadline(deadline);
         self.deadline = deadline;
-    }
-
-    /// Builds the NFA of terminal `t` if it is not built yet.
-    fn build_nfa(&mut self, t: u32) -> Result<(), MatchError> {
-        if let Some(deadline) = &self.deadline {
-            deadline.check_match()?;
-        }
-        let Some(hir) = self.terminals[t as usize].take() else {
-            return Ok(());
-        };
-        let nfa = self.compiler.build_from_hir(&hir).map_err(|e| {
-            if e.size_limit().is_some() {
-                MatchError::LimitExceeded {
-                    what: "NFA size of one terminal (bytes)",
-                    limit: self.max_terminal_nfa_bytes,
-                }
-            } else {
-                MatchError::Terminal {
-                    pattern: hir.to_string(),
-                    message: e.to_string(),
-                }
-            }
-        })?;
-        self.nfa_bytes += nfa.memory_usage();
-        if self.nfa_bytes > self.max_total_nfa_bytes {
-            return Err(MatchError::LimitExceeded {
-                what: "NFA size of all terminals (bytes)",
-                limit: self.max_total_nfa_bytes,
-            });
-        }
-        debug_assert!(
-            (1..256).all(|b| self.byte_class[b] != self.byte_class[b - 1]
-                || nfa.byte_classes().get(b as u8) == nfa.byte_classes().get(b as u8 - 1)),
-            "the byte classes separate every pair of bytes the NFA of {hir} separates"
-        );
-        self.live[t as usize] = live_states(&nfa);
-        self.nfas[t as usize] = nfa;
-        Ok(())
     }
 
     /// The classes of the text bytes.
@@ -214,10 +176,9 @@ impl Lexer {
         let mut set = Vec::new();
         let mut seen = FxHashSet::default();
         for &t in terminals {
-            self.build_nfa(t)?;
-            let start = self.nfas[t as usize].start_anchored();
-            self.close(t, start, &mut set, &mut seen);
+            self.terminals.start(t, &mut set, &mut seen)?;
         }
+        self.terminals.enter_rests(&mut set, &mut seen)?;
         let id = self.intern(set)?;
         self.starts.insert(terminals.into(), id);
         Ok(id)
@@ -237,12 +198,11 @@ impl Lexer {
         let byte = self.class_rep[class];
         let mut set = Vec::new();
         let mut seen = FxHashSet::default();
-        for i in 0..self.states[state as usize].len() {
-            let (t, s) = self.states[state as usize][i];
-            if let Some(next) = self.step_nfa(t, s, byte) {
-                self.close(t, next, &mut set, &mut seen);
-            }
+        for &(t, s) in self.states[state as usize].iter() {
+            self.terminals
+                .step_and_close(t, s, byte, &mut set, &mut seen);
         }
+        self.terminals.enter_rests(&mut set, &mut seen)?;
         let id = self.intern(set)?;
         self.trans[slot] = id;
         Ok(id)
@@ -275,52 +235,27 @@ impl Lexer {
     /// The text radius of `state` read off the NFAs when one of its NFA states loops on every
     /// text byte (a string body, free text): the lexeme then never dies on text, and the
     /// radius is one less than the fewest text bytes after which some NFA state of the set
-    /// can match (levels of NFA states, not lexer states, so many keys in one set cost
+    /// can match (per NFA state, computed once per terminal, so many keys in one set cost
     /// little). `None` without such a loop.
-    fn looping_radius(&self, state: LexId) -> Option<u8> {
-        let set = &self.states[state as usize];
+    fn looping_radius(&mut self, state: LexId) -> Option<u8> {
         let bytes: Vec<u8> = self
             .text_classes
             .iter()
             .map(|&c| self.class_rep[c])
             .collect();
-        let mut out = Vec::new();
-        let mut seen = FxHashSet::default();
-        let loops = set.iter().any(|&(t, s)| {
-            bytes.iter().all(|&b| {
-                out.clear();
-                seen.clear();
-                if let Some(next) = self.step_nfa(t, s, b) {
-                    self.close(t, next, &mut out, &mut seen);
-                }
-                out.contains(&(t, s))
-            })
-        });
-        if !loops {
+        let set = &self.states[state as usize];
+        if !set
+            .iter()
+            .any(|&(t, s)| self.terminals.loops_on_text(t, s, &bytes))
+        {
             return None;
         }
-        let mut levels: FxHashSet<Vec<(u32, u32)>> = FxHashSet::default();
-        let mut level: Vec<(u32, u32)> = set.to_vec();
-        for depth in 0..MAX_RADIUS {
-            let mut next = Vec::new();
-            seen.clear();
-            for &(t, s) in &level {
-                for &b in &bytes {
-                    if let Some(n) = self.step_nfa(t, s, b) {
-                        self.close(t, n, &mut next, &mut seen);
-                    }
-                }
-            }
-            if next.iter().any(|&(t, s)| self.is_match(t, s)) {
-                return Some(depth);
-            }
-            next.sort_unstable();
-            if !levels.insert(next.clone()) {
-                break;
-            }
-            level = next;
-        }
-        Some(MAX_RADIUS)
+        let nearest = set
+            .iter()
+            .map(|&(t, s)| self.terminals.text_distance(t, s))
+            .min()
+            .unwrap_or(u8::MAX);
+        Some(nearest.saturating_sub(1).min(MAX_RADIUS))
     }
 
     /// Whether any run of whole string characters (see `token_index::is_string_char`) read
@@ -339,6 +274,134 @@ impl Lexer {
         free
     }
 
+    /// The string radius of `state`: like the text radius (see `text_run`), counted in whole
+    /// string characters of any script (see `token_index::is_string_char`), every byte of
+    /// which must keep the lexeme alive and not ended. A string body with `maxLength` has the
+    /// characters it has left, whatever their script. Exploring is costly where characters
+    /// lead to different states (the keys of an object), so it stops early there.
+    pub(crate) fn string_radius(&mut self, state: LexId) -> Result<u8, MatchError> {
+        if let Some(known) = self.string_radius[state as usize] {
+            return Ok(known);
+        }
+        let paths = self.char_paths();
+        if paths.is_empty() {
+            self.string_radius[state as usize] = Some(0);
+            return Ok(0);
+        }
+        // Follow the states every character leads to alike (a string body counting its
+        // characters), then number them back from where that ends.
+        let mut chain = vec![state];
+        let end = loop {
+            let at = chain[chain.len() - 1];
+            if let Some(known) = self.string_radius[at as usize] {
+                chain.pop();
+                break known;
+            }
+            if chain.len() > MAX_RADIUS as usize {
+                // `state` survives the most asked for; the states after it are left to
+                // find theirs (a bound from this chain would be lower than their own).
+                self.string_radius[state as usize] = Some(MAX_RADIUS);
+                return Ok(MAX_RADIUS);
+            }
+            match self.after_any_char(at, &paths)? {
+                AfterChar::Bad => break 0,
+                AfterChar::Same(next) if chain.contains(&next) => break MAX_RADIUS,
+                AfterChar::Same(next) => chain.push(next),
+                AfterChar::Various => {
+                    // Characters lead apart (the keys of an object): explore a little.
+                    chain.pop();
+                    let alphabet: Vec<usize> = (0..paths.len()).collect();
+                    break radius_within(at, &alphabet, MAX_STRING_EXPLORED, |s, path| {
+                        self.after_char(s, &paths[path])
+                    })?;
+                }
+            }
+        };
+        let mut radius = end;
+        for &at in chain.iter().rev() {
+            self.string_radius[at as usize] = Some(radius);
+            radius = radius.saturating_add(1).min(MAX_RADIUS);
+        }
+        // The loop pops the state whose radius it found, so `state` is set by now.
+        Ok(self.string_radius[state as usize].unwrap_or(0))
+    }
+
+    /// The state after the bytes of one character (as byte classes) and whether one of them
+    /// ended or killed the lexeme.
+    fn after_char(&mut self, state: LexId, classes: &[usize]) -> Result<(LexId, bool), MatchError> {
+        let mut at = state;
+        for &class in classes {
+            at = self.next(at, class)?;
+            if at == LEX_DEAD || !self.accepts[at as usize].is_empty() {
+                return Ok((at, true));
+            }
+        }
+        Ok((at, false))
+    }
+
+    /// Where every string character leads from `state`.
+    fn after_any_char(
+        &mut self,
+        state: LexId,
+        paths: &[Box<[usize]>],
+    ) -> Result<AfterChar, MatchError> {
+        let mut same = None;
+        for path in paths {
+            let (next, bad) = self.after_char(state, path)?;
+            if bad {
+                return Ok(AfterChar::Bad);
+            }
+            if same.is_some_and(|s| s != next) {
+                return Ok(AfterChar::Various);
+            }
+            same = Some(next);
+        }
+        Ok(same.map_or(AfterChar::Bad, AfterChar::Same))
+    }
+
+    /// Every string character as a sequence of byte classes, one per class its bytes can be
+    /// in (empty when there would be more than [`MAX_CHAR_PATHS`]).
+    fn char_paths(&mut self) -> std::sync::Arc<[Box<[usize]>]> {
+        if let Some(paths) = &self.char_paths {
+            return paths.clone();
+        }
+        let classes_in = |lo: u8, hi: u8| -> Vec<usize> {
+            let mut out = vec![self.byte_class[lo as usize] as usize];
+            while let Some(&next) = self.class_rep.get(out[out.len() - 1] + 1) {
+                if next > hi {
+                    break;
+                }
+                out.push(out[out.len() - 1] + 1);
+            }
+            out
+        };
+        let mut paths: Vec<Box<[usize]>> = Vec::new();
+        'sequences: for seq in STRING_CHAR_SEQUENCES.iter() {
+            let mut partial: Vec<Vec<usize>> = vec![Vec::new()];
+            for &(lo, hi) in seq {
+                let classes = classes_in(lo, hi);
+                if partial.len() * classes.len() + paths.len() > MAX_CHAR_PATHS {
+                    paths.clear();
+                    break 'sequences;
+                }
+                partial = partial
+                    .iter()
+                    .flat_map(|p| {
+                        classes.iter().map(move |&c| {
+                            let mut longer = p.clone();
+                            longer.push(c);
+                            longer
+                        })
+                    })
+                    .collect();
+            }
+            paths.extend(partial.into_iter().map(Vec::into_boxed_slice));
+        }
+        let paths: std::sync::Arc<[Box<[usize]>]> = paths.into();
+        self.char_paths = Some(paths.clone());
+        paths
+    }
+
     /// Whether a match state is reachable from `set` through bytes of string characters
     /// (any byte from 0x80 on: more paths than UTF-8 allows, which only errs towards "yes").
     fn match_reachable_in_strings(&self, set: &[(u32, u32)]) -> bool {
@@ -353,15 +416,14 @@ impl Lexer {
             seen.insert(e);
         }
         while let Some((t, s)) = work.pop() {
-            if self.is_match(t, s) {
+            if self.terminals.is_match(t, s) {
                 return true;
             }
             for &b in &bytes {
-                if let Some(next) = self.step_nfa(t, s, b) {
-                    found.clear();
-                    self.close(t, next, &mut found, &mut seen);
-                    work.extend_from_slice(&found);
-                }
+                found.clear();
+                self.terminals
+                    .step_and_close(t, s, b, &mut found, &mut seen);
+                work.extend_from_slice(&found);
             }
         }
         false
@@ -392,9 +454,8 @@ impl Lexer {
                     let mut next = Vec::new();
                     let mut seen = FxHashSet::default();
                     for &(tt, ss) in &states {
-                        if let Some(n) = self.step_nfa(tt, ss, byte) {
-                            self.close(tt, n, &mut next, &mut seen);
-                        }
+                        self.terminals
+                            .step_and_close(tt, ss, byte, &mut next, &mut seen);
                     }
                     if next.is_empty() {
                         return false;
@@ -410,23 +471,6 @@ impl Lexer {
         true
     }
 
-    /// NFA state `s` of terminal `t` after `byte`, if it reads it.
-    fn step_nfa(&self, t: u32, s: u32, byte: u8) -> Option<StateID> {
-        match self.nfas[t as usize].state(StateID::new_unchecked(s as usize)) {
-            State::ByteRange { trans } => trans.matches_byte(byte).then_some(trans.next),
-            State::Sparse(sparse) => sparse.matches_byte(byte),
-            State::Dense(dense) => dense.matches_byte(byte),
-            _ => None,
-        }
-    }
-
-    fn is_match(&self, t: u32, s: u32) -> bool {
-        matches!(
-            self.nfas[t as usize].state(StateID::new_unchecked(s as usize)),
-            State::Match { .. }
-        )
-    }
-
     /// What lexer state `state` can still read, with terminal and NFA state numbers left out:
     /// per terminal, the NFA graph reachable from its states, numbered in discovery order.
     ///
@@ -434,19 +478,26 @@ impl Lexer {
     /// can end it, so the lexeme walks of the two states agree (see `mask::lexeme_mask`), in
     /// one grammar or across grammars. Concatenated terminals make this matter: the body of
     /// every `"key": "..."` is its own lexer state, but they all share one signature. `None`
-    /// when the reachable graph has more than [`MAX_SIGNATURE_STATES`] states.
+    /// when the reachable graph has more than [`MAX_SIGNATURE_STATES`] states, and in a head
+    /// (see `terminal`).
     pub(crate) fn signature(&self, state: LexId) -> Option<Box<[u32]>> {
         let set = &self.states[state as usize];
         let mut out = Vec::new();
         let mut local: FxHashMap<u32, u32> = FxHashMap::default();
         let mut queue: Vec<u32> = Vec::new();
         for group in set.chunk_by(|a, b| a.0 == b.0) {
-            let nfa = &self.nfas[group[0].0 as usize];
+            // A head's graph goes on into a rest that may not be compiled yet.
+            if group.iter().any(|&(t, s)| self.terminals.in_head(t, s)) {
+                return None;
+            }
+            let (t, s) = group[0];
+            let (nfa, _) = self.terminals.nfa_of(t, s);
             local.clear();
             queue.clear();
-            for &(_, s) in group {
-                local.insert(s, queue.len() as u32);
-                queue.push(s);
+            for &(t, s) in group {
+                let (_, sid) = self.terminals.nfa_of(t, s);
+                local.insert(sid.as_u32(), queue.len() as u32);
+                queue.push(sid.as_u32());
             }
             out.extend([u32::MAX, group.len() as u32]);
             let mut at = 0;
@@ -504,36 +555,6 @@ impl Lexer {
         Some(out.into())
     }
 
-    /// Adds the live byte-consuming and match states reachable from `start` by ε-moves.
-    fn close(
-        &self,
-        t: u32,
-        start: StateID,
-        out: &mut Vec<(u32, u32)>,
-        seen: &mut FxHashSet<(u32, u32)>,
-    ) {
-        let nfa = &self.nfas[t as usize];
-        let live = &self.live[t as usize];
-        let mut stack = vec![start];
-        while let Some(sid) = stack.pop() {
-            if !seen.insert((t, sid.as_u32())) || !live[sid.as_usize()] {
-                continue;
-            }
-            match nfa.state(sid) {
-                State::ByteRange { .. }
-                | State::Sparse(_)
-                | State::Dense(_)
-                | State::Match { .. } => {
-                    out.push((t, sid.as_u32()));
-                }
-                State::Union { alternates } => stack.extend(alternates.iter().rev().copied()),
-                State::BinaryUnion { alt1, alt2 } => stack.extend([*alt2, *alt1]),
-                State::Capture { next, .. } | State::Look { next, .. } => stack.push(*next),
-                State::Fail => {}
-            }
-        }
-    }
-
     fn intern(&mut self, mut set: Vec<(u32, u32)>) -> Result<LexId, MatchError> {
         set.sort_unstable();
         set.dedup();
@@ -549,13 +570,14 @@ impl Lexer {
         let id = self.states.len() as LexId;
         let mut accepts: Vec<u32> = set
             .iter()
-            .filter(|&&(t, s)| self.is_match(t, s))
+            .filter(|&&(t, s)| self.terminals.is_match(t, s))
             .map(|&(t, _)| t)
             .collect();
         accepts.dedup();
         self.extends.push(accepts.len() < set.len());
         self.text_radius.push(None);
         self.free_in_strings.push(None);
+        self.string_radius.push(None);
         let set: Box<[(u32, u32)]> = set.into();
         self.ids.insert(set.clone(), id);
         self.states.push(set);
@@ -569,46 +591,6 @@ impl Lexer {
     pub(crate) fn state_count(&self) -> usize {
         self.states.len()
     }
-}
-
-/// NFA states from which a match state is reachable (reverse reachability from matches).
-fn live_states(nfa: &NFA) -> Vec<bool> {
-    let n = nfa.states().len();
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut stack = Vec::new();
-    for (i, state) in nfa.states().iter().enumerate() {
-        let mut add = |to: StateID| preds[to.as_usize()].push(i as u32);
-        match state {
-            State::ByteRange { trans } => add(trans.next),
-            State::Sparse(sparse) => sparse.transitions.iter().for_each(|t| add(t.next)),
-            State::Dense(dense) => dense
-                .transitions
-                .iter()
-                .filter(|&&s| s != StateID::ZERO)
-                .for_each(|&s| add(s)),
-            State::Union { alternates } => alternates.iter().for_each(|&s| add(s)),
-            State::BinaryUnion { alt1, alt2 } => {
-                add(*alt1);
-                add(*alt2);
-            }
-            State::Capture { next, .. } | State::Look { next, .. } => add(*next),
-            State::Match { .. } => stack.push(i as u32),
-            State::Fail => {}
-        }
-    }
-    let mut live = vec![false; n];
-    while let Some(s) = stack.pop() {
-        if std::mem::replace(&mut live[s as usize], true) {
-            continue;
-        }
-        stack.extend(
-            preds[s as usize]
-                .iter()
-                .copied()
-                .filter(|&p| !live[p as usize]),
-        );
-    }
-    live
 }
 
 /// The UTF-8 byte ranges of string characters (see `token_index::is_string_char`), one
@@ -719,6 +701,53 @@ mod tests {
             .next(both, lexer.byte_classes()[b'"' as usize] as usize)
             .expect("steps");
         assert!(lexer.free_in_strings(both), "one looping member is enough");
+    }
+
+    /// The radius the generic exploration of lexer states finds.
+    fn explored_radius(lexer: &mut Lexer, state: LexId) -> u8 {
+        let classes = lexer.text_classes().to_vec();
+        text_radius(state, &classes, |s, class| {
+            let next = lexer.next(s, class)?;
+            Ok((next, next == LEX_DEAD || !lexer.accepts(next).is_empty()))
+        })
+        .expect("within limits")
+    }
+
+    #[test]
+    fn looping_radius_agrees_with_exploring() {
+        let patterns = [
+            r#""[^"\\\x00-\x1F]*""#,
+            r#"[a-z ]*x{3}[a-z]{0,2}"#,
+            r#"(?:[ -~]*|ab{5}c)"#,
+            r#"[ -~]*(?:"|[0-9]{3}z)"#,
+            r#"[ -~]*abc"#,
+            r#""key": "[^"]*""#,
+        ];
+        let mut checked = 0;
+        for (t, _) in patterns.iter().enumerate() {
+            for text in [
+                &b""[..],
+                b"\"",
+                b"\"ke",
+                b"ab",
+                b"abx",
+                b"xx",
+                b"a1",
+                b"a12",
+            ] {
+                let mut lexer = lexer(&patterns);
+                let state = read(&mut lexer, t as u32, text);
+                if state == LEX_DEAD || !lexer.accepts(state).is_empty() {
+                    continue;
+                }
+                if let Some(radius) = lexer.looping_radius(state) {
+                    let explored = explored_radius(&mut lexer, state);
+                    assert_eq!(radius, explored, "{} after {text:?}", patterns[t]);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 10, "only {checked} looping states checked");
     }
 
     #[test]

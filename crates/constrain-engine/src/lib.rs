@@ -27,6 +27,7 @@ mod limits;
 mod mask;
 mod matcher;
 mod parser;
+mod terminal;
 mod text_run;
 mod token_index;
 

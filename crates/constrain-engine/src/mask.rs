@@ -12,7 +12,8 @@
 //! reached survives any text that long (a string body, or one with characters left before its
 //! `maxLength`; see `text_run`): all its tokens are then allowed. The lexeme walk also does so
 //! when everything below is whole string characters of any script and the lexer state can
-//! neither die nor end on them (`Lexer::free_in_strings`).
+//! neither die nor end on them (`Lexer::free_in_strings`), and when every token below is
+//! string characters, no more of them than the walk's start survives (`Lexer::string_radius`).
 
 use rustc_hash::FxHashMap;
 
@@ -20,6 +21,10 @@ use crate::automaton::{Automaton, StateId, DEAD};
 use crate::error::MatchError;
 use crate::lexer::{LexId, LEX_DEAD};
 use crate::token_index::{set_bits, TokenIndex};
+
+/// Trie nodes a subtree of string tokens must hold before a lexeme walk asks for its string
+/// radius (smaller ones are walked).
+const MIN_STRING_SUBTREE: usize = 32;
 
 /// What a lexer state alone decides about the vocabulary.
 #[derive(Debug)]
@@ -57,13 +62,28 @@ pub(crate) fn lexeme_mask(
     let mut stack: Vec<(u32, LexId)> = vec![(nodes[0].subtree_end, lex)];
     let mut i = 1usize;
     let end = nodes[0].subtree_end as usize;
+    // The string radius of `lex`, asked for once a large subtree of string tokens shows up.
+    let mut string_radius: Option<u8> = None;
     while i < end {
         while stack.last().is_some_and(|&(e, _)| e as usize <= i) {
             stack.pop();
             path.pop();
         }
-        let parent = stack.last().map_or(LEX_DEAD, |&(_, l)| l);
         let node = nodes[i];
+        let chars = index.string_tokens(i);
+        if chars < u8::MAX && node.subtree_end as usize - i >= MIN_STRING_SUBTREE {
+            let radius = match string_radius {
+                Some(radius) => radius,
+                None => *string_radius.insert(auto.lexer.string_radius(lex)?),
+            };
+            if chars <= radius {
+                // Every token here is at most `radius` string characters read from `lex`.
+                set_bits(&mut inside, index.subtree_tokens(i));
+                i = node.subtree_end as usize;
+                continue;
+            }
+        }
+        let parent = stack.last().map_or(LEX_DEAD, |&(_, l)| l);
         let next = auto
             .lexer
             .next(parent, classes[node.byte as usize] as usize)?;

@@ -26,6 +26,17 @@ const MAX_EXPLORED: usize = 80;
 pub(crate) fn text_radius<S: Copy + Eq + Hash>(
     start: S,
     text_classes: &[usize],
+    step: impl FnMut(S, usize) -> Result<(S, bool), MatchError>,
+) -> Result<u8, MatchError> {
+    radius_within(start, text_classes, MAX_EXPLORED, step)
+}
+
+/// [`text_radius`] over any alphabet, exploring at most `max_explored` states before settling
+/// for the depth reached so far.
+pub(crate) fn radius_within<S: Copy + Eq + Hash>(
+    start: S,
+    text_classes: &[usize],
+    max_explored: usize,
     mut step: impl FnMut(S, usize) -> Result<(S, bool), MatchError>,
 ) -> Result<u8, MatchError> {
     let mut seen: FxHashSet<S> = FxHashSet::default();
@@ -50,7 +61,7 @@ pub(crate) fn text_radius<S: Copy + Eq + Hash>(
         if !fresh {
             return Ok(MAX_RADIUS);
         }
-        if seen.len() > MAX_EXPLORED {
+        if seen.len() > max_explored {
             return Ok(depth + 1);
         }
         std::mem::swap(&mut layer, &mut next_layer);

@@ -37,6 +37,9 @@ pub struct TokenIndex {
     /// Per node: whether every token below it continues with whole string characters only
     /// (see [`is_string_char`]).
     string_below: Vec<bool>,
+    /// Per node: the most characters of a token at or below it when every such token is a
+    /// run of whole string characters (capped at 254), `u8::MAX` when one is not.
+    string_tokens: Vec<u8>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
@@ -78,6 +81,7 @@ impl TokenIndex {
         }];
         let mut tokens = Vec::with_capacity(entries.len());
         let mut string_below = vec![true];
+        let mut string_tokens = vec![0u8];
         let mut string_from = Vec::new();
         // `path[d]` is the node at depth d + 1 on the current path.
         let mut path: Vec<usize> = Vec::new();
@@ -101,11 +105,13 @@ impl TokenIndex {
                     tokens_len: 0,
                 });
                 string_below.push(true);
+                string_tokens.push(0);
             }
             string_characters_from(bytes, &mut string_from);
-            string_below[0] &= string_from[0];
-            for (depth, &node) in path.iter().enumerate() {
-                string_below[node] &= string_from[depth + 1];
+            let whole = string_from[0].map_or(u8::MAX, |chars| chars.min(u8::MAX - 1));
+            for (depth, node) in std::iter::once(0).chain(path.iter().copied()).enumerate() {
+                string_below[node] &= string_from[depth].is_some();
+                string_tokens[node] = string_tokens[node].max(whole);
             }
             let last = path.last().copied().unwrap_or(0);
             if nodes[last].tokens_len == 0 {
@@ -142,6 +148,7 @@ impl TokenIndex {
             text_below,
             height,
             string_below,
+            string_tokens,
             lexeme_masks: Mutex::default(),
         })
     }
@@ -237,6 +244,13 @@ impl TokenIndex {
     pub(crate) fn string_below(&self, node: usize) -> bool {
         self.string_below[node]
     }
+
+    /// The most characters of a token at or below `node` when every such token is a run of
+    /// whole string characters, `u8::MAX` when one is not: a lexeme walk from a state that
+    /// survives that many string characters allows all of them.
+    pub(crate) fn string_tokens(&self, node: usize) -> u8 {
+        self.string_tokens[node]
+    }
 }
 
 /// Characters a JSON string holds unescaped: what string bodies, free text and
@@ -246,12 +260,12 @@ pub(crate) fn is_string_char(c: char) -> bool {
     c >= ' ' && c != '"' && c != '\\'
 }
 
-/// `from[k]` for `k` in `0..=bytes.len()`: whether `bytes[k..]` is a run of whole
-/// [`is_string_char`] characters.
-fn string_characters_from(bytes: &[u8], from: &mut Vec<bool>) {
+/// `from[k]` for `k` in `0..=bytes.len()`: how many characters `bytes[k..]` holds if it is a
+/// run of whole [`is_string_char`] characters (capped at 255), `None` if it is not.
+fn string_characters_from(bytes: &[u8], from: &mut Vec<Option<u8>>) {
     from.clear();
-    from.resize(bytes.len() + 1, false);
-    from[bytes.len()] = true;
+    from.resize(bytes.len() + 1, None);
+    from[bytes.len()] = Some(0);
     for k in (0..bytes.len()).rev() {
         let width = match bytes[k] {
             0x00..=0x7F => 1,
@@ -267,7 +281,9 @@ fn string_characters_from(bytes: &[u8], from: &mut Vec<bool>) {
             .ok()
             .and_then(|s| s.chars().next())
             .is_some_and(is_string_char);
-        from[k] = whole && from[k + width];
+        if whole {
+            from[k] = from[k + width].map(|chars| chars.saturating_add(1));
+        }
     }
 }
 
@@ -313,7 +329,19 @@ mod tests {
     fn from(bytes: &[u8]) -> Vec<bool> {
         let mut out = Vec::new();
         string_characters_from(bytes, &mut out);
-        out
+        out.iter().map(Option::is_some).collect()
+    }
+
+    #[test]
+    fn string_characters_are_counted() {
+        let mut out = Vec::new();
+        string_characters_from("aé日\"x".as_bytes(), &mut out);
+        assert_eq!(
+            out,
+            [None, None, None, None, None, None, None, Some(1), Some(0)]
+        );
+        string_characters_from("aé日".as_bytes(), &mut out);
+        assert_eq!(out, [Some(3), Some(2), None, Some(1), None, None, Some(0)]);
     }
 
     #[test]

@@ -272,3 +272,34 @@ fn empty_language_is_an_error() {
     .unwrap_err();
     assert!(matches!(err, GrammarError::EmptyLanguage { .. }), "{err}");
 }
+
+#[test]
+fn large_terminals_read_their_head_then_their_rest() {
+    // Large enough to be compiled in two pieces: the key, then the value.
+    let g = compile(
+        &Grammar::from_regex(
+            r#"\{"(name|nom)" ?: ?"[^"\\\x00-\x1F]{0,600}"( ?, ?"n": [0-9]{1,3})?\}"#,
+        )
+        .unwrap(),
+        &byte_vocab(),
+    );
+    let long = "é".repeat(600);
+    for ok in [
+        r#"{"name": ""}"#.to_string(),
+        r#"{"nom":"abc", "n": 12}"#.to_string(),
+        format!(r#"{{"name" : "{long}"}}"#),
+    ] {
+        assert!(accepts(&g, ok.as_bytes()), "should accept {ok}");
+    }
+    for bad in [
+        r#"{"nam": ""}"#.to_string(),
+        r#"{"name" "x"}"#.to_string(),
+        r#"{"name": "a""#.to_string(),
+        format!(r#"{{"name": "{long}x"}}"#),
+        r#"{"nom": "", "n": 1234}"#.to_string(),
+    ] {
+        assert!(!accepts(&g, bad.as_bytes()), "should reject {bad}");
+    }
+    assert!(viable(&g, br#"{"name": "#));
+    assert!(!viable(&g, br#"{"names"#));
+}

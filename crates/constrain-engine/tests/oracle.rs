@@ -101,6 +101,19 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
             "words",
             Grammar::from_regex(r"(\p{L}+ ){1,6}\p{L}+[.!?]").unwrap(),
         ),
+        (
+            // Compiled in two pieces (a head up to the value, then the rest).
+            "large member",
+            Grammar::from_regex(
+                r#"\{"(name|nom)" ?: ?"[^"\\\x00-\x1F]{0,600}"( ?, ?"age": [0-9]{1,3})?\}"#,
+            )
+            .unwrap(),
+        ),
+        (
+            "counted strings",
+            Grammar::from_regex(r#""[^"\\\x00-\x1F]{0,9}"( "[^"\\\x00-\x1F]{2,30}"| [0-9]{1,3})?"#)
+                .unwrap(),
+        ),
     ];
     if let Some((special, _, _)) = vocab.iter().find(|(_, _, k)| *k == TokenKind::Special) {
         list.push(("tool", tool_grammar(special)));

@@ -1,0 +1,510 @@
+//! The NFAs of the terminals, compiled when first needed, a large terminal in two pieces.
+//!
+//! A JSON object member is one terminal, `"key": value`, and a position where an object may go
+//! on starts every member's lexeme at once. A member whose value is large (a string with a
+//! `maxLength` of a few hundred characters and JSON escapes is tens of thousands of NFA states)
+//! is split: its *head*, the small leading part (the key), is compiled when the lexeme starts,
+//! and its *rest* when the head is read to its end. Until then, a member costs its key.
+//!
+//! A lexer state holds `(terminal, state)` pairs: the head's NFA states first, then the rest's,
+//! numbered after the head's. A head's match state stands for "the rest starts here": the
+//! lexer replaces it by the rest's start (see [`Terminals::enter_rests`]), and the analyses
+//! that read the NFAs without building (text radii, string loops) take it for a match, which
+//! only ever makes them answer more cautiously.
+
+use std::collections::VecDeque;
+
+use regex_automata::nfa::thompson::{self, State, WhichCaptures, NFA};
+use regex_automata::util::primitives::StateID;
+use regex_syntax::hir::{Class, Hir, HirKind};
+use rustc_hash::FxHashSet;
+
+use crate::error::MatchError;
+use crate::limits::{Deadline, Limits};
+use crate::token_index::is_text_byte;
+
+/// Estimated NFA states above which a terminal is split into head and rest.
+const SPLIT_ABOVE: usize = 4096;
+
+/// Estimated NFA states a head may have.
+const MAX_HEAD: usize = 512;
+
+/// One NFA of a terminal, compiled when first needed.
+struct Piece {
+    /// The expression, until compiled.
+    hir: Option<Hir>,
+    built: bool,
+    nfa: NFA,
+    /// Per NFA state: can it still reach a match?
+    live: Vec<bool>,
+    /// Per NFA state: the fewest text bytes after which it can match (capped at `u8::MAX`;
+    /// empty until first asked).
+    text_distance: Box<[u8]>,
+    /// Per NFA state: whether it loops on every text byte (0 until asked, then 1 for no and 2
+    /// for yes).
+    text_loops: Vec<u8>,
+}
+
+impl Piece {
+    fn new(hir: Option<Hir>) -> Piece {
+        Piece {
+            hir,
+            built: false,
+            nfa: NFA::never_match(),
+            live: Vec::new(),
+            text_distance: Box::default(),
+            text_loops: Vec::new(),
+        }
+    }
+
+    fn state(&self, sid: StateID) -> &State {
+        self.nfa.state(sid)
+    }
+}
+
+/// The pieces of every terminal: `2 t` is the head of terminal `t` (without an expression when
+/// the terminal is not split), `2 t + 1` its rest (the whole terminal when not split).
+pub(crate) struct Terminals {
+    pieces: Vec<Piece>,
+    compiler: thompson::Compiler,
+    nfa_bytes: usize,
+    max_terminal_nfa_bytes: usize,
+    max_total_nfa_bytes: usize,
+    byte_class: [u8; 256],
+    deadline: Option<Deadline>,
+}
+
+/// The piece of terminal `t`'s head.
+fn head(t: u32) -> usize {
+    2 * t as usize
+}
+
+/// The piece of terminal `t`'s rest.
+fn rest(t: u32) -> usize {
+    2 * t as usize + 1
+}
+
+impl Terminals {
+    /// The terminals `hirs`, split where large; nothing is compiled yet. `byte_class` must
+    /// separate every pair of bytes any terminal does.
+    pub(crate) fn new(hirs: Vec<Hir>, limits: &Limits, byte_class: [u8; 256]) -> Terminals {
+        let mut pieces = Vec::with_capacity(2 * hirs.len());
+        for hir in hirs {
+            let (head, rest) = split(hir);
+            pieces.push(Piece::new(head));
+            pieces.push(Piece::new(Some(rest)));
+        }
+        let config = thompson::Config::new()
+            .nfa_size_limit(Some(limits.max_terminal_nfa_bytes))
+            .shrink(false)
+            .utf8(false)
+            .which_captures(WhichCaptures::None);
+        let mut compiler = thompson::Compiler::new();
+        compiler.configure(config);
+        Terminals {
+            pieces,
+            compiler,
+            nfa_bytes: 0,
+            max_terminal_nfa_bytes: limits.max_terminal_nfa_bytes,
+            max_total_nfa_bytes: limits.max_total_nfa_bytes,
+            byte_class,
+            deadline: None,
+        }
+    }
+
+    pub(crate) fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        self.deadline = deadline;
+    }
+
+    /// How many head states terminal `t` has: none until its head is compiled, and none when
+    /// it is not split. Its members below that are head states.
+    #[inline]
+    fn head_len(&self, t: u32) -> u32 {
+        let head = &self.pieces[head(t)];
+        if head.built {
+            head.nfa.states().len() as u32
+        } else {
+            0
+        }
+    }
+
+    /// The piece and NFA state of member `s` of terminal `t`.
+    #[inline]
+    fn locate(&self, t: u32, s: u32) -> (usize, StateID) {
+        let head_len = self.head_len(t);
+        if s < head_len {
+            (head(t), StateID::new_unchecked(s as usize))
+        } else {
+            (rest(t), StateID::new_unchecked((s - head_len) as usize))
+        }
+    }
+
+    /// Whether member `s` of terminal `t` is a state of its head.
+    pub(crate) fn in_head(&self, t: u32, s: u32) -> bool {
+        s < self.head_len(t)
+    }
+
+    /// Compiles piece `p` if it is not compiled yet.
+    fn build(&mut self, p: usize) -> Result<(), MatchError> {
+        let Some(hir) = self.pieces[p].hir.take() else {
+            return Ok(());
+        };
+        if let Some(deadline) = &self.deadline {
+            deadline.check_match()?;
+        }
+        let nfa = self.compiler.build_from_hir(&hir).map_err(|e| {
+            if e.size_limit().is_some() {
+                MatchError::LimitExceeded {
+                    what: "NFA size of one terminal (bytes)",
+                    limit: self.max_terminal_nfa_bytes,
+                }
+            } else {
+                MatchError::Terminal {
+                    pattern: hir.to_string(),
+                    message: e.to_string(),
+                }
+            }
+        })?;
+        self.nfa_bytes += nfa.memory_usage();
+        if self.nfa_bytes > self.max_total_nfa_bytes {
+            return Err(MatchError::LimitExceeded {
+                what: "NFA size of all terminals (bytes)",
+                limit: self.max_total_nfa_bytes,
+            });
+        }
+        debug_assert!(
+            (1..256).all(|b| self.byte_class[b] != self.byte_class[b - 1]
+                || nfa.byte_classes().get(b as u8) == nfa.byte_classes().get(b as u8 - 1)),
+            "the byte classes separate every pair of bytes the NFA of {hir} separates"
+        );
+        let piece = &mut self.pieces[p];
+        piece.built = true;
+        piece.live = live_states(&nfa);
+        piece.text_loops = vec![0; nfa.states().len()];
+        piece.nfa = nfa;
+        Ok(())
+    }
+
+    /// Adds the members at the start of a lexeme of terminal `t`.
+    pub(crate) fn start(
+        &mut self,
+        t: u32,
+        out: &mut Vec<(u32, u32)>,
+        seen: &mut FxHashSet<(u32, u32)>,
+    ) -> Result<(), MatchError> {
+        let split = self.pieces[head(t)].hir.is_some() || self.pieces[head(t)].built;
+        let first = if split { head(t) } else { rest(t) };
+        self.build(first)?;
+        let start = self.pieces[first].nfa.start_anchored();
+        self.close(t, first, start, out, seen);
+        Ok(())
+    }
+
+    /// Replaces every head match in `set` by the start of its terminal's rest, compiling the
+    /// rest when this is its first time.
+    pub(crate) fn enter_rests(
+        &mut self,
+        set: &mut Vec<(u32, u32)>,
+        seen: &mut FxHashSet<(u32, u32)>,
+    ) -> Result<(), MatchError> {
+        let mut i = 0;
+        while i < set.len() {
+            let (t, s) = set[i];
+            if !(self.in_head(t, s) && self.is_match(t, s)) {
+                i += 1;
+                continue;
+            }
+            set.swap_remove(i);
+            self.build(rest(t))?;
+            let start = self.pieces[rest(t)].nfa.start_anchored();
+            self.close(t, rest(t), start, set, seen);
+        }
+        Ok(())
+    }
+
+    /// The NFA state of piece `p` after member `s` of `t` reads `byte`, if it reads it.
+    #[inline]
+    pub(crate) fn step(&self, t: u32, s: u32, byte: u8) -> Option<(usize, StateID)> {
+        let (p, sid) = self.locate(t, s);
+        let next = match self.pieces[p].state(sid) {
+            State::ByteRange { trans } => trans.matches_byte(byte).then_some(trans.next),
+            State::Sparse(sparse) => sparse.matches_byte(byte),
+            State::Dense(dense) => dense.matches_byte(byte),
+            _ => None,
+        }?;
+        Some((p, next))
+    }
+
+    /// Whether member `s` of `t` is a match state (of its head too: see the module notes).
+    pub(crate) fn is_match(&self, t: u32, s: u32) -> bool {
+        let (p, sid) = self.locate(t, s);
+        matches!(self.pieces[p].state(sid), State::Match { .. })
+    }
+
+    /// Adds the live byte-consuming and match states of piece `p` of `t` reachable from
+    /// `start` by ε-moves, as members.
+    pub(crate) fn close(
+        &self,
+        t: u32,
+        p: usize,
+        start: StateID,
+        out: &mut Vec<(u32, u32)>,
+        seen: &mut FxHashSet<(u32, u32)>,
+    ) {
+        let piece = &self.pieces[p];
+        let offset = if p == rest(t) { self.head_len(t) } else { 0 };
+        let mut stack = vec![start];
+        while let Some(sid) = stack.pop() {
+            if !seen.insert((t, offset + sid.as_u32())) || !piece.live[sid.as_usize()] {
+                continue;
+            }
+            match piece.state(sid) {
+                State::ByteRange { .. }
+                | State::Sparse(_)
+                | State::Dense(_)
+                | State::Match { .. } => {
+                    out.push((t, offset + sid.as_u32()));
+                }
+                State::Union { alternates } => stack.extend(alternates.iter().rev().copied()),
+                State::BinaryUnion { alt1, alt2 } => stack.extend([*alt2, *alt1]),
+                State::Capture { next, .. } | State::Look { next, .. } => stack.push(*next),
+                State::Fail => {}
+            }
+        }
+    }
+
+    /// The members reached from member `s` of `t` by `byte`.
+    pub(crate) fn step_and_close(
+        &self,
+        t: u32,
+        s: u32,
+        byte: u8,
+        out: &mut Vec<(u32, u32)>,
+        seen: &mut FxHashSet<(u32, u32)>,
+    ) {
+        if let Some((p, next)) = self.step(t, s, byte) {
+            self.close(t, p, next, out, seen);
+        }
+    }
+
+    /// Whether member `s` of `t` comes back to itself after every byte of `bytes`
+    /// (remembered per NFA state, as only one alphabet, the text bytes, is ever asked about).
+    pub(crate) fn loops_on_text(&mut self, t: u32, s: u32, bytes: &[u8]) -> bool {
+        let (p, sid) = self.locate(t, s);
+        let known = self.pieces[p].text_loops[sid.as_usize()];
+        if known != 0 {
+            return known == 2;
+        }
+        let mut out = Vec::new();
+        let mut seen = FxHashSet::default();
+        let loops = bytes.iter().all(|&b| {
+            out.clear();
+            seen.clear();
+            self.step_and_close(t, s, b, &mut out, &mut seen);
+            out.contains(&(t, s))
+        });
+        self.pieces[p].text_loops[sid.as_usize()] = if loops { 2 } else { 1 };
+        loops
+    }
+
+    /// The fewest text bytes after which member `s` of `t` can match (`u8::MAX` when none or
+    /// too many; for a head state, up to its head's end, which is a bound from below).
+    pub(crate) fn text_distance(&mut self, t: u32, s: u32) -> u8 {
+        let (p, sid) = self.locate(t, s);
+        let piece = &mut self.pieces[p];
+        if piece.text_distance.is_empty() {
+            piece.text_distance = text_distances(&piece.nfa);
+        }
+        piece.text_distance[sid.as_usize()]
+    }
+
+    /// The NFA holding member `s` of `t`, and its state there.
+    pub(crate) fn nfa_of(&self, t: u32, s: u32) -> (&NFA, StateID) {
+        let (p, sid) = self.locate(t, s);
+        (&self.pieces[p].nfa, sid)
+    }
+}
+
+/// Splits a large `hir` into a head and the rest, when it is a concatenation whose leading
+/// parts are small; otherwise no head and all of it.
+fn split(hir: Hir) -> (Option<Hir>, Hir) {
+    if estimate(&hir, SPLIT_ABOVE) <= SPLIT_ABOVE {
+        return (None, hir);
+    }
+    let HirKind::Concat(parts) = hir.kind() else {
+        return (None, hir);
+    };
+    // A head reads a bounded text: inside it, the distance to its end stands for the
+    // distance to a match, which a loop would make too short to be of use.
+    let mut size = 0;
+    let cut = parts
+        .iter()
+        .take_while(|part| {
+            size += estimate(part, MAX_HEAD);
+            size <= MAX_HEAD && part.properties().maximum_len().is_some()
+        })
+        .count();
+    if cut == 0 || cut == parts.len() {
+        return (None, hir);
+    }
+    let HirKind::Concat(mut parts) = hir.into_kind() else {
+        unreachable!("a concatenation a moment ago");
+    };
+    let rest = Hir::concat(parts.split_off(cut));
+    let head = Hir::concat(parts);
+    if rest.properties().minimum_len().is_none() {
+        // The rest matches nothing; so does the whole, which needs no head.
+        return (None, Hir::concat(vec![head, rest]));
+    }
+    (Some(head), rest)
+}
+
+/// About how many NFA states `hir` compiles to, counting up to `cap` only.
+fn estimate(hir: &Hir, cap: usize) -> usize {
+    let size = match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(literal) => literal.0.len(),
+        HirKind::Class(Class::Bytes(class)) => class.ranges().len() + 1,
+        HirKind::Class(Class::Unicode(class)) => 4 * class.ranges().len() + 1,
+        HirKind::Repetition(repetition) => {
+            let copies = repetition.max.unwrap_or(repetition.min + 1).max(1) as usize;
+            estimate(&repetition.sub, cap).saturating_mul(copies)
+        }
+        HirKind::Capture(capture) => estimate(&capture.sub, cap),
+        HirKind::Concat(parts) | HirKind::Alternation(parts) => {
+            let mut total = parts.len();
+            for part in parts {
+                total = total.saturating_add(estimate(part, cap));
+                if total > cap {
+                    break;
+                }
+            }
+            total
+        }
+    };
+    size.min(cap.saturating_add(1))
+}
+
+/// How an NFA transition reads: nothing, a text byte among others (see
+/// `token_index::is_text_byte`), or only other bytes.
+#[derive(Clone, Copy, PartialEq)]
+enum Edge {
+    Empty,
+    Text,
+    Other,
+}
+
+/// Per NFA state, the states with a transition to it, and how that transition reads; plus the
+/// match states.
+fn predecessors(nfa: &NFA) -> (Vec<Vec<(u32, Edge)>>, Vec<u32>) {
+    let text_in = |start: u8, end: u8| (start..=end).any(is_text_byte);
+    let byte_edge = |text: bool| if text { Edge::Text } else { Edge::Other };
+    let mut preds: Vec<Vec<(u32, Edge)>> = vec![Vec::new(); nfa.states().len()];
+    let mut matches = Vec::new();
+    for (i, state) in nfa.states().iter().enumerate() {
+        let mut add = |to: StateID, edge: Edge| preds[to.as_usize()].push((i as u32, edge));
+        match state {
+            State::ByteRange { trans } => {
+                add(trans.next, byte_edge(text_in(trans.start, trans.end)))
+            }
+            State::Sparse(sparse) => sparse
+                .transitions
+                .iter()
+                .for_each(|t| add(t.next, byte_edge(text_in(t.start, t.end)))),
+            State::Dense(dense) => {
+                for (b, &next) in dense.transitions.iter().enumerate() {
+                    if next != StateID::ZERO {
+                        add(next, byte_edge(is_text_byte(b as u8)));
+                    }
+                }
+            }
+            State::Union { alternates } => alternates.iter().for_each(|&s| add(s, Edge::Empty)),
+            State::BinaryUnion { alt1, alt2 } => {
+                add(*alt1, Edge::Empty);
+                add(*alt2, Edge::Empty);
+            }
+            State::Capture { next, .. } | State::Look { next, .. } => add(*next, Edge::Empty),
+            State::Match { .. } => matches.push(i as u32),
+            State::Fail => {}
+        }
+    }
+    (preds, matches)
+}
+
+/// NFA states from which a match state is reachable (reverse reachability from matches).
+fn live_states(nfa: &NFA) -> Vec<bool> {
+    let (preds, mut stack) = predecessors(nfa);
+    let mut live = vec![false; preds.len()];
+    while let Some(s) = stack.pop() {
+        if std::mem::replace(&mut live[s as usize], true) {
+            continue;
+        }
+        stack.extend(
+            preds[s as usize]
+                .iter()
+                .map(|&(p, _)| p)
+                .filter(|&p| !live[p as usize]),
+        );
+    }
+    live
+}
+
+/// Per NFA state, the fewest text bytes read on the way to a match (`u8::MAX` when none or
+/// too many): a 0-1 breadth-first search backwards from the match states.
+fn text_distances(nfa: &NFA) -> Box<[u8]> {
+    let (preds, matches) = predecessors(nfa);
+    let mut distance = vec![u8::MAX; preds.len()].into_boxed_slice();
+    for &m in &matches {
+        distance[m as usize] = 0;
+    }
+    let mut queue: VecDeque<u32> = matches.into();
+    while let Some(s) = queue.pop_front() {
+        let d = distance[s as usize];
+        for &(p, edge) in &preds[s as usize] {
+            let through = match edge {
+                Edge::Empty => d,
+                Edge::Text => d.saturating_add(1),
+                Edge::Other => continue,
+            };
+            if through < distance[p as usize] {
+                distance[p as usize] = through;
+                if edge == Edge::Empty {
+                    queue.push_front(p);
+                } else {
+                    queue.push_back(p);
+                }
+            }
+        }
+    }
+    distance
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pattern: &str) -> Hir {
+        regex_syntax::parse(pattern).expect("valid pattern")
+    }
+
+    #[test]
+    fn large_concatenations_split_after_their_small_leading_parts() {
+        let (head, rest) = split(parse(r#""key": "[a-z]{0,3000}""#));
+        assert_eq!(
+            head.map(|h| h.to_string()),
+            Some(r#"(?:"key": ")"#.to_string())
+        );
+        assert_eq!(rest.to_string(), r#"(?:[a-z]{0,3000}")"#);
+        let (head, _) = split(parse(r#""key": "[a-z]{0,30}""#));
+        assert!(head.is_none(), "small terminals are compiled whole");
+        let (head, _) = split(parse(r#"[a-z]{0,3000}|x"#));
+        assert!(head.is_none(), "only concatenations split");
+        let (head, rest) = split(parse(r#""key": "[a-z]*[0-9]{0,3000}""#));
+        assert_eq!(
+            head.map(|h| h.to_string()),
+            Some(r#"(?:"key": ")"#.to_string()),
+            "a head does not loop"
+        );
+        assert_eq!(rest.to_string(), r#"(?:[a-z]*[0-9]{0,3000}")"#);
+    }
+}
