@@ -19,6 +19,9 @@ pub(crate) fn compile(
         base,
     })?;
     let (grammar, mut warnings) = crate::emit::compile_root(&mut ctx, Node::Ref(root))?;
+    // Parts spelled after the deadline passed are cut short (see `json_text`): a grammar
+    // finished late is never returned.
+    crate::deadline::check("")?;
     let mut seen = std::collections::HashSet::new();
     warnings.retain(|w| seen.insert((w.pointer.clone(), w.keyword.clone(), w.message.clone())));
     Ok(Compiled { grammar, warnings })

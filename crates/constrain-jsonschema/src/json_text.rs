@@ -23,6 +23,9 @@ const SHORT_ESCAPES: [(char, u8); 8] = [
 /// repetitions are grammar repetitions: the engine then sees what a bounded repetition costs
 /// (a copy per count) when it decides what to fold into one terminal.
 pub(crate) fn encode_expr(re: &Re) -> Expr {
+    if out_of_time() {
+        return Expr::from_hir(Hir::fail());
+    }
     match re {
         Re::Concat(parts) => Expr::seq(parts.iter().map(encode_expr).collect()),
         Re::Alt(parts) if parts.iter().any(has_counted_repeat) => {
@@ -37,6 +40,12 @@ pub(crate) fn encode_expr(re: &Re) -> Expr {
     }
 }
 
+/// Whether the compilation on this thread is past its deadline: encoding a huge expression
+/// then stops early, with a result its caller must discard (see `emit::scalar::string_of`).
+fn out_of_time() -> bool {
+    crate::deadline::expired().is_some()
+}
+
 /// Whether `re` contains a repetition with an upper bound above one.
 fn has_counted_repeat(re: &Re) -> bool {
     match re {
@@ -48,6 +57,9 @@ fn has_counted_repeat(re: &Re) -> bool {
 
 /// The JSON text (between the quotes) of the strings of `re`.
 pub(crate) fn encode(re: &Re) -> Hir {
+    if out_of_time() {
+        return Hir::fail();
+    }
     match re {
         Re::Class(set) => encode_class(set),
         Re::Literal(s) => Hir::concat(
@@ -321,6 +333,16 @@ fn surrogate_pairs(lo: u32, hi: u32, out: &mut Vec<Hir>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spelling_stops_when_the_deadline_has_passed() {
+        let re = Re::literal("ab");
+        assert!(full_match(encode(&re), "ab"));
+        let late = crate::deadline::Guard::install(Some(std::time::Duration::ZERO));
+        assert!(!full_match(encode(&re), "ab"), "cut short");
+        drop(late);
+        assert!(full_match(encode(&re), "ab"));
+    }
 
     fn full_match(hir: Hir, text: &str) -> bool {
         let hir = Hir::concat(vec![

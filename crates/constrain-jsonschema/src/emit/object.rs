@@ -156,7 +156,7 @@ impl Emitter<'_, '_> {
             if keys.is_nothing() || value == Node::Nothing {
                 continue;
             }
-            let key = string_of(&keys);
+            let key = string_of(&keys, &pointer)?;
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
             for (mask, exprs) in witnesses.iter_mut() {
@@ -186,7 +186,7 @@ impl Emitter<'_, '_> {
                 }
                 let value = self.emit(&v, child)?;
                 exprs.push(Expr::seq(vec![
-                    string_of(&witness_keys),
+                    string_of(&witness_keys, &pointer)?,
                     self.layout.key_sep(),
                     value,
                 ]));

@@ -34,12 +34,15 @@ pub(crate) fn quoted(body: Hir) -> Expr {
     ]))
 }
 
-/// A JSON string whose decoded value is in `re`.
-pub(crate) fn string_of(re: &Re) -> Expr {
-    match json_text::encode_expr(re) {
+/// A JSON string whose decoded value is in `re`; the compile-time error (at `pointer`) when
+/// the deadline passes while it is spelled.
+pub(crate) fn string_of(re: &Re, pointer: &str) -> Result<Expr, SchemaError> {
+    let expr = match json_text::encode_expr(re) {
         Expr::Regex(body) => quoted(*body),
         body => Expr::seq(vec![Expr::literal("\""), body, Expr::literal("\"")]),
-    }
+    };
+    crate::deadline::check(pointer)?;
+    Ok(expr)
 }
 
 /// Largest divisor (after scaling to an integer) `multipleOf` is compiled for.
@@ -113,7 +116,7 @@ impl Emitter<'_, '_> {
                 }
             }
         };
-        Ok(string_of(&re))
+        string_of(&re, &self.pointer)
     }
 }
 
