@@ -128,19 +128,16 @@ impl Session<'_> {
                 break limit_reason(budget);
             }
 
-            let eval_start = Instant::now();
-            self.eval(&pending)?;
-            eval_time += eval_start.elapsed();
+            let (evaluating, took) =
+                self.eval_and_mask(&pending, matcher.as_mut().zip(mask.as_mut()))?;
+            eval_time += evaluating;
             pending.clear();
-
-            let mask = match (matcher.as_mut(), mask.as_mut()) {
-                (Some(m), Some(mask)) => {
-                    let t = Instant::now();
-                    m.fill_mask(mask)?;
-                    mask_times.push(t.elapsed());
-                    Some(&mask[..])
+            let mask = match took {
+                Some(took) => {
+                    mask_times.push(took);
+                    mask.as_deref()
                 }
-                _ => None,
+                None => None,
             };
             let token = sampler.sample(self.logits(), mask)?;
             sampled += 1;
@@ -183,6 +180,42 @@ impl Session<'_> {
 }
 
 /// Which limit stopped generation when no room is left: the token limit or the context.
+impl Session<'_> {
+    /// Evaluates `pending` and fills `mask` for the matcher's state, returning how long the
+    /// model evaluated and how long the mask took. The mask depends only on the tokens
+    /// accepted so far, not on the logits: with a core to spare it is computed on another
+    /// thread while the model evaluates.
+    fn eval_and_mask(
+        &mut self,
+        pending: &[u32],
+        masking: Option<(&mut Matcher, &mut Vec<u32>)>,
+    ) -> Result<(Duration, Option<Duration>), LlamaError> {
+        let fill = |(m, mask): (&mut Matcher, &mut Vec<u32>)| {
+            let t = Instant::now();
+            m.fill_mask(mask).map(|()| t.elapsed())
+        };
+        let eval = |session: &mut Session<'_>| {
+            let t = Instant::now();
+            session.eval(pending).map(|()| t.elapsed())
+        };
+        if !self.overlap_masks {
+            let evaluating = eval(self)?;
+            return Ok((evaluating, masking.map(fill).transpose()?));
+        }
+        let (evaluated, masked) = std::thread::scope(|scope| {
+            let handle = masking.map(|job| scope.spawn(move || fill(job)));
+            let evaluated = eval(self);
+            (evaluated, handle.map(|h| h.join()))
+        });
+        let evaluating = evaluated?;
+        match masked {
+            Some(Ok(took)) => Ok((evaluating, Some(took?))),
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => Ok((evaluating, None)),
+        }
+    }
+}
+
 fn limit_reason(budget: usize) -> StopReason {
     if budget == 0 {
         StopReason::MaxTokens

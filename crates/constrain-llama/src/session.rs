@@ -45,6 +45,10 @@ pub struct Session<'m> {
     pos: usize,
     /// Index in the last batch of the token whose logits are current.
     logits_index: Option<i32>,
+    /// Whether a core is left over beside the model's threads: masks are then computed
+    /// while the model evaluates (see `generate`). On a machine the model fills, a mask thread
+    /// would only take time from it.
+    pub(crate) overlap_masks: bool,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -60,6 +64,7 @@ impl<'m> Session<'m> {
     /// Creates a context for `model`.
     pub fn new(model: &'m Model, options: &SessionOptions) -> Result<Session<'m>, LlamaError> {
         let threads = options.threads.map_or_else(available_threads, |t| t.max(1));
+        let overlap_masks = available_threads() > threads;
         let threads = i32::try_from(threads).unwrap_or(i32::MAX);
         let ctx_size = options.ctx_size.max(1);
         let batch_size = options.batch_size.clamp(1, ctx_size);
@@ -83,6 +88,7 @@ impl<'m> Session<'m> {
             batch_size: batch_size as usize,
             pos: 0,
             logits_index: None,
+            overlap_masks,
         })
     }
 
