@@ -163,6 +163,11 @@ impl Lexer {
         &self.accepts[state as usize]
     }
 
+    /// Whether a lexeme walk stops at `state`: the lexeme is dead there, or may end.
+    fn stops_walk(&self, state: LexId) -> bool {
+        state == LEX_DEAD || !self.accepts[state as usize].is_empty()
+    }
+
     /// Whether a lexeme in `state` can still grow.
     pub(crate) fn extends(&self, state: LexId) -> bool {
         self.extends[state as usize]
@@ -221,10 +226,7 @@ impl Lexer {
         let classes = std::mem::take(&mut self.text_classes);
         let radius = text_radius(state, &classes, |s, class| {
             let next = self.next(s, class)?;
-            Ok((
-                next,
-                next == LEX_DEAD || !self.accepts[next as usize].is_empty(),
-            ))
+            Ok((next, self.stops_walk(next)))
         });
         self.text_classes = classes;
         let radius = radius?;
@@ -267,8 +269,11 @@ impl Lexer {
         if let Some(known) = self.free_in_strings[state as usize] {
             return known;
         }
+        let paths = self.char_paths();
         let set = &self.states[state as usize];
-        let free = set.iter().any(|&(t, s)| self.loops_on_string_chars(t, s))
+        let free = set
+            .iter()
+            .any(|&(t, s)| self.loops_on_string_chars(t, s, &paths))
             && !self.match_reachable_in_strings(set);
         self.free_in_strings[state as usize] = Some(free);
         free
@@ -332,7 +337,7 @@ impl Lexer {
         let mut at = state;
         for &class in classes {
             at = self.next(at, class)?;
-            if at == LEX_DEAD || !self.accepts[at as usize].is_empty() {
+            if self.stops_walk(at) {
                 return Ok((at, true));
             }
         }
@@ -429,46 +434,31 @@ impl Lexer {
         false
     }
 
-    /// Whether NFA state `s` of terminal `t` comes back to itself after every string character.
-    fn loops_on_string_chars(&self, t: u32, s: u32) -> bool {
-        const MAX_PATHS: usize = 4096;
-        let mut paths = 0usize;
-        // Depth-first over the byte classes of each sequence: (position, NFA states).
-        for seq in STRING_CHAR_SEQUENCES.iter() {
-            let mut stack: Vec<(usize, Vec<(u32, u32)>)> = vec![(0, vec![(t, s)])];
-            while let Some((at, states)) = stack.pop() {
-                if at == seq.len() {
-                    if !states.contains(&(t, s)) {
-                        return false;
-                    }
-                    continue;
-                }
-                let (lo, hi) = seq[at];
-                let mut class = self.byte_class[lo as usize] as usize;
-                loop {
-                    paths += 1;
-                    if paths > MAX_PATHS {
-                        return false;
-                    }
-                    let byte = self.class_rep[class].max(lo);
+    /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
+    /// (`paths`, from [`Self::char_paths`]; none means too many to check, so no).
+    fn loops_on_string_chars(&self, t: u32, s: u32, paths: &[Box<[usize]>]) -> bool {
+        !paths.is_empty()
+            && paths.iter().all(|path| {
+                let mut states = vec![(t, s)];
+                for &class in path.iter() {
                     let mut next = Vec::new();
                     let mut seen = FxHashSet::default();
                     for &(tt, ss) in &states {
-                        self.terminals
-                            .step_and_close(tt, ss, byte, &mut next, &mut seen);
+                        self.terminals.step_and_close(
+                            tt,
+                            ss,
+                            self.class_rep[class],
+                            &mut next,
+                            &mut seen,
+                        );
                     }
                     if next.is_empty() {
                         return false;
                     }
-                    stack.push((at + 1, next));
-                    class += 1;
-                    if class >= self.class_rep.len() || self.class_rep[class] > hi {
-                        break;
-                    }
+                    states = next;
                 }
-            }
-        }
-        true
+                states.contains(&(t, s))
+            })
     }
 
     /// What lexer state `state` can still read, with terminal and NFA state numbers left out:

@@ -224,7 +224,7 @@ impl Terminals {
 
     /// The NFA state of piece `p` after member `s` of `t` reads `byte`, if it reads it.
     #[inline]
-    pub(crate) fn step(&self, t: u32, s: u32, byte: u8) -> Option<(usize, StateID)> {
+    fn step(&self, t: u32, s: u32, byte: u8) -> Option<(usize, StateID)> {
         let (p, sid) = self.locate(t, s);
         let next = match self.pieces[p].state(sid) {
             State::ByteRange { trans } => trans.matches_byte(byte).then_some(trans.next),
