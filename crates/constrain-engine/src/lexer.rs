@@ -88,6 +88,7 @@ impl Lexer {
         deadline: &Deadline,
     ) -> Result<Lexer, GrammarError> {
         let mut boundary = [false; 256];
+        let mut spelled = FxHashSet::default();
         for hir in &terminals {
             deadline.check()?;
             if !hir.properties().look_set().is_empty() {
@@ -95,7 +96,7 @@ impl Lexer {
                     what: format!("look-around assertion in regular expression {hir}"),
                 });
             }
-            mark_byte_boundaries(hir, &mut boundary);
+            mark_byte_boundaries(hir, &mut boundary, &mut spelled);
         }
         let (byte_class, class_rep) = byte_classes(&boundary);
         let mut text_classes: Vec<usize> = (0..=255u8)
@@ -601,7 +602,13 @@ static STRING_CHAR_SEQUENCES: std::sync::LazyLock<Vec<Vec<(u8, u8)>>> =
 /// Marks where byte classes must split for `hir`: around every literal byte, at the ends of
 /// every byte range, and at the ends of the UTF-8 byte ranges of every Unicode range (as its
 /// NFA will spell them).
-fn mark_byte_boundaries(hir: &Hir, boundary: &mut [bool; 256]) {
+/// Unicode ranges in `spelled` are already marked (the same ones recur in every string of a
+/// grammar); the rest are added to it.
+fn mark_byte_boundaries(
+    hir: &Hir,
+    boundary: &mut [bool; 256],
+    spelled: &mut FxHashSet<(char, char)>,
+) {
     let mut mark = |start: u8, end: u8| {
         boundary[start as usize] = true;
         if end < 255 {
@@ -618,6 +625,9 @@ fn mark_byte_boundaries(hir: &Hir, boundary: &mut [bool; 256]) {
             }
             HirKind::Class(Class::Unicode(class)) => {
                 for r in class.ranges() {
+                    if !spelled.insert((r.start(), r.end())) {
+                        continue;
+                    }
                     for seq in Utf8Sequences::new(r.start(), r.end()) {
                         seq.as_slice().iter().for_each(|r| mark(r.start, r.end));
                     }

@@ -12,12 +12,13 @@
 //! that read the NFAs without building (text radii, string loops) take it for a match, which
 //! only ever makes them answer more cautiously.
 
+use std::cell::OnceCell;
 use std::collections::VecDeque;
 
 use regex_automata::nfa::thompson::{self, State, WhichCaptures, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Class, Hir, HirKind};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::MatchError;
 use crate::limits::{Deadline, Limits};
@@ -43,6 +44,9 @@ struct Piece {
     /// Per NFA state: whether it loops on every text byte (0 until asked, then 1 for no and 2
     /// for yes).
     text_loops: Vec<u8>,
+    /// Per NFA state: the live byte-consuming and match states its ε-moves reach (filled as
+    /// steps first land on it: every new lexer state asks again).
+    closures: Box<[OnceCell<Box<[u32]>>]>,
 }
 
 impl Piece {
@@ -54,6 +58,7 @@ impl Piece {
             live: Vec::new(),
             text_distance: Box::default(),
             text_loops: Vec::new(),
+            closures: Box::default(),
         }
     }
 
@@ -72,6 +77,9 @@ pub(crate) struct Terminals {
     max_total_nfa_bytes: usize,
     byte_class: [u8; 256],
     deadline: Option<Deadline>,
+    /// The expressions compiled so far, by [`fingerprint`], with their piece: members of
+    /// several objects often end in the same value, whose NFA is then compiled once.
+    compiled: FxHashMap<u64, Vec<(Hir, usize)>>,
 }
 
 /// The piece of terminal `t`'s head.
@@ -109,6 +117,7 @@ impl Terminals {
             max_total_nfa_bytes: limits.max_total_nfa_bytes,
             byte_class,
             deadline: None,
+            compiled: FxHashMap::default(),
         }
     }
 
@@ -152,6 +161,18 @@ impl Terminals {
         if let Some(deadline) = &self.deadline {
             deadline.check_match()?;
         }
+        let key = fingerprint(&hir);
+        let twin = self
+            .compiled
+            .get(&key)
+            .and_then(|built| built.iter().find(|(h, _)| *h == hir))
+            .map(|&(_, q)| q);
+        if let Some(q) = twin {
+            // NFAs are shared handles; the analyses are redone lazily.
+            let (nfa, live) = (self.pieces[q].nfa.clone(), self.pieces[q].live.clone());
+            self.install(p, nfa, live);
+            return Ok(());
+        }
         let nfa = self.compiler.build_from_hir(&hir).map_err(|e| {
             if e.size_limit().is_some() {
                 MatchError::LimitExceeded {
@@ -177,12 +198,20 @@ impl Terminals {
                 || nfa.byte_classes().get(b as u8) == nfa.byte_classes().get(b as u8 - 1)),
             "the byte classes separate every pair of bytes the NFA of {hir} separates"
         );
+        let live = live_states(&nfa);
+        self.install(p, nfa, live);
+        self.compiled.entry(key).or_default().push((hir, p));
+        Ok(())
+    }
+
+    /// Makes `nfa` (whose live states are `live`) the compiled form of piece `p`.
+    fn install(&mut self, p: usize, nfa: NFA, live: Vec<bool>) {
         let piece = &mut self.pieces[p];
         piece.built = true;
-        piece.live = live_states(&nfa);
+        piece.live = live;
         piece.text_loops = vec![0; nfa.states().len()];
+        piece.closures = (0..nfa.states().len()).map(|_| OnceCell::new()).collect();
         piece.nfa = nfa;
-        Ok(())
     }
 
     /// Adds the members at the start of a lexeme of terminal `t`.
@@ -253,22 +282,12 @@ impl Terminals {
     ) {
         let piece = &self.pieces[p];
         let offset = if p == rest(t) { self.head_len(t) } else { 0 };
-        let mut stack = vec![start];
-        while let Some(sid) = stack.pop() {
-            if !seen.insert((t, offset + sid.as_u32())) || !piece.live[sid.as_usize()] {
-                continue;
-            }
-            match piece.state(sid) {
-                State::ByteRange { .. }
-                | State::Sparse(_)
-                | State::Dense(_)
-                | State::Match { .. } => {
-                    out.push((t, offset + sid.as_u32()));
-                }
-                State::Union { alternates } => stack.extend(alternates.iter().rev().copied()),
-                State::BinaryUnion { alt1, alt2 } => stack.extend([*alt2, *alt1]),
-                State::Capture { next, .. } | State::Look { next, .. } => stack.push(*next),
-                State::Fail => {}
+        let closure =
+            piece.closures[start.as_usize()].get_or_init(|| epsilon_closure(piece, start));
+        for &sid in closure.iter() {
+            let member = (t, offset + sid);
+            if seen.insert(member) {
+                out.push(member);
             }
         }
     }
@@ -323,6 +342,64 @@ impl Terminals {
         let (p, sid) = self.locate(t, s);
         (&self.pieces[p].nfa, sid)
     }
+}
+
+/// The live byte-consuming and match states of `piece` that ε-moves reach from `start`.
+fn epsilon_closure(piece: &Piece, start: StateID) -> Box<[u32]> {
+    let mut found = Vec::new();
+    let mut visited = FxHashSet::default();
+    let mut stack = vec![start];
+    while let Some(sid) = stack.pop() {
+        if !visited.insert(sid) || !piece.live[sid.as_usize()] {
+            continue;
+        }
+        match piece.state(sid) {
+            State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) | State::Match { .. } => {
+                found.push(sid.as_u32());
+            }
+            State::Union { alternates } => stack.extend(alternates.iter().rev().copied()),
+            State::BinaryUnion { alt1, alt2 } => stack.extend([*alt2, *alt1]),
+            State::Capture { next, .. } | State::Look { next, .. } => stack.push(*next),
+            State::Fail => {}
+        }
+    }
+    found.into()
+}
+
+/// A hash of the structure of `hir` (which has no `Hash` of its own), computed iteratively.
+pub(crate) fn fingerprint(hir: &Hir) -> u64 {
+    use regex_syntax::hir::{Class, HirKind};
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    let mut stack = vec![hir];
+    while let Some(h) = stack.pop() {
+        std::mem::discriminant(h.kind()).hash(&mut hasher);
+        match h.kind() {
+            HirKind::Empty => {}
+            HirKind::Literal(lit) => lit.0.hash(&mut hasher),
+            HirKind::Class(Class::Unicode(class)) => {
+                for r in class.ranges() {
+                    (r.start(), r.end()).hash(&mut hasher);
+                }
+            }
+            HirKind::Class(Class::Bytes(class)) => {
+                for r in class.ranges() {
+                    (r.start(), r.end()).hash(&mut hasher);
+                }
+            }
+            HirKind::Look(look) => look.as_repr().hash(&mut hasher),
+            HirKind::Repetition(rep) => {
+                (rep.min, rep.max, rep.greedy).hash(&mut hasher);
+                stack.push(&rep.sub);
+            }
+            HirKind::Capture(cap) => stack.push(&cap.sub),
+            HirKind::Concat(parts) | HirKind::Alternation(parts) => {
+                parts.len().hash(&mut hasher);
+                stack.extend(parts.iter());
+            }
+        }
+    }
+    hasher.finish()
 }
 
 /// Splits a large `hir` into a head and the rest, when it is a concatenation whose leading
@@ -506,5 +583,52 @@ mod tests {
             "a head does not loop"
         );
         assert_eq!(rest.to_string(), r#"(?:[a-z]*[0-9]{0,3000}")"#);
+    }
+
+    /// The members of every terminal after reading `text` from its start.
+    fn read(terminals: &mut Terminals, t: u32, text: &[u8]) -> Vec<(u32, u32)> {
+        let (mut set, mut seen) = (Vec::new(), FxHashSet::default());
+        terminals.start(t, &mut set, &mut seen).expect("builds");
+        terminals.enter_rests(&mut set, &mut seen).expect("builds");
+        for &b in text {
+            let (mut next, mut seen) = (Vec::new(), FxHashSet::default());
+            for &(t, s) in &set {
+                terminals.step_and_close(t, s, b, &mut next, &mut seen);
+            }
+            terminals.enter_rests(&mut next, &mut seen).expect("builds");
+            set = next;
+        }
+        set
+    }
+
+    #[test]
+    fn equal_pieces_are_compiled_once_and_read_alike() {
+        let value = r#"[a-z]{0,3000}""#;
+        let hirs = vec![
+            parse(&format!(r#""a": "{value}"#)),
+            parse(&format!(r#""b": "{value}"#)),
+            parse(r#""c": "[0-9]{0,3000}""#),
+        ];
+        let mut terminals =
+            Terminals::new(hirs, &Limits::default(), std::array::from_fn(|b| b as u8));
+        let a = read(&mut terminals, 0, br#""a": "xyz""#);
+        let after_a = terminals.nfa_bytes;
+        let b = read(&mut terminals, 1, br#""b": "xyz""#);
+        assert_eq!(
+            terminals.nfa_bytes,
+            after_a + terminals.pieces[head(1)].nfa.memory_usage(),
+            "the rest of `b` is the rest of `a`"
+        );
+        read(&mut terminals, 2, br#""c": "1""#);
+        assert!(
+            terminals.nfa_bytes > after_a + terminals.pieces[head(1)].nfa.memory_usage(),
+            "a different rest is compiled"
+        );
+        assert!(a.iter().any(|&(t, s)| terminals.is_match(t, s)));
+        assert!(b.iter().any(|&(t, s)| terminals.is_match(t, s)));
+        assert!(read(&mut terminals, 1, br#""b": "xyz"#)
+            .iter()
+            .all(|&(t, s)| !terminals.is_match(t, s)));
+        assert!(read(&mut terminals, 1, br#""b": "1""#).is_empty());
     }
 }

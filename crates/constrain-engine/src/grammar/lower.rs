@@ -14,6 +14,7 @@ use super::builder::Grammar;
 use super::expr::{Expr, RuleId, Unordered};
 use crate::error::GrammarError;
 use crate::limits::{Deadline, Limits};
+use crate::terminal::fingerprint;
 
 /// A grammar symbol of the lowered grammar.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -145,7 +146,8 @@ struct Lowerer<'a> {
     rule_pieces: Vec<Option<Piece>>,
     rule_nt: Vec<Option<u32>>,
     cfg: Cfg,
-    terminal_ids: FxHashMap<String, u32>,
+    /// Terminals by [`fingerprint`]: equal expressions share one terminal.
+    terminal_ids: FxHashMap<u64, Vec<u32>>,
     size: usize,
     /// Rules given a nonterminal whose bodies are not lowered yet (a worklist, so that long
     /// chains of rules never deepen the call stack).
@@ -518,13 +520,16 @@ impl Lowerer<'_> {
     }
 
     fn terminal(&mut self, hir: Hir) -> u32 {
-        let key = hir.to_string();
-        if let Some(&id) = self.terminal_ids.get(&key) {
+        let same = self.terminal_ids.entry(fingerprint(&hir)).or_default();
+        if let Some(&id) = same
+            .iter()
+            .find(|&&id| self.cfg.terminals[id as usize] == hir)
+        {
             return id;
         }
         let id = self.cfg.terminals.len() as u32;
         self.cfg.terminals.push(hir);
-        self.terminal_ids.insert(key, id);
+        same.push(id);
         id
     }
 }
@@ -994,8 +999,10 @@ fn hir_size(hir: &Hir) -> usize {
             stack.extend(children.iter().map(|c| (c, false)));
             continue;
         }
-        let inner = sizes.split_off(sizes.len() - children.len());
-        let sum = inner.iter().fold(0usize, |a, &b| a.saturating_add(b));
+        let first_child = sizes.len() - children.len();
+        let sum = sizes
+            .drain(first_child..)
+            .fold(0usize, |a, b| a.saturating_add(b));
         let size = match h.kind() {
             HirKind::Repetition(rep) => {
                 let copies = rep.max.unwrap_or(rep.min).max(1) as usize;

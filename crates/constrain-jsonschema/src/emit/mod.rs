@@ -68,8 +68,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
         mut self,
         root: &Node,
     ) -> Result<(constrain_engine::Grammar, Vec<crate::Warning>), SchemaError> {
-        let value = self.emit(root, 0)?;
-        self.drain()?;
+        let value = match self.emit(root, 0).and_then(|v| self.drain().map(|()| v)) {
+            Ok(value) => value,
+            Err(e) => {
+                crate::deadline::discard(std::mem::take(&mut self.bodies));
+                return Err(e);
+            }
+        };
         let doc = Expr::seq(vec![
             self.layout.outer_gap(),
             value,
@@ -189,7 +194,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
             Node::AnyOf(parts) => {
                 let mut alts = Vec::with_capacity(parts.len());
                 for p in parts.iter() {
-                    alts.push(self.emit(p, depth)?);
+                    match self.emit(p, depth) {
+                        Ok(alt) => alts.push(alt),
+                        Err(e) => {
+                            crate::deadline::discard(alts);
+                            return Err(e);
+                        }
+                    }
                 }
                 Ok(Expr::alt(alts))
             }

@@ -41,7 +41,10 @@ pub(crate) fn string_of(re: &Re, pointer: &str) -> Result<Expr, SchemaError> {
         Expr::Regex(body) => quoted(*body),
         body => Expr::seq(vec![Expr::literal("\""), body, Expr::literal("\"")]),
     };
-    crate::deadline::check(pointer)?;
+    if let Err(late) = crate::deadline::check(pointer) {
+        crate::deadline::discard(expr);
+        return Err(late);
+    }
     Ok(expr)
 }
 
@@ -116,7 +119,11 @@ impl Emitter<'_, '_> {
                 }
             }
         };
-        string_of(&re, &self.pointer)
+        let spelled = string_of(&re, &self.pointer);
+        if spelled.is_err() {
+            crate::deadline::discard(re);
+        }
+        spelled
     }
 }
 

@@ -231,6 +231,10 @@ impl Dfa {
         let mut class: Vec<u32> = dfa.accepting.iter().map(|&a| u32::from(a)).collect();
         let mut count = class.iter().collect::<std::collections::HashSet<_>>().len();
         loop {
+            if crate::deadline::expired().is_some() {
+                // The same language, unminimized: `compile` refuses it anyway once late.
+                return dfa;
+            }
             let mut signatures: HashMap<(u32, Ranges), u32> = HashMap::new();
             let mut next = vec![0u32; n];
             for s in 0..n {

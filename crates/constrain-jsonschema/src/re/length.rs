@@ -102,6 +102,10 @@ const MAX_RICH_SIZE: usize = 20_000;
 /// split of the length budget leaves strings out; a union of a few leaves out fewer, at a
 /// multiple of the size).
 fn narrow(re: &Re, min: u64, max: u64, rich: u32) -> Re {
+    if crate::deadline::expired().is_some() {
+        // Cut short: `compile` refuses whatever is finished after its deadline.
+        return Re::nothing();
+    }
     let inner_rich = rich.saturating_sub(1);
     let (lo, hi) = re.length_bounds();
     if hi.is_some_and(|hi| hi < min) || lo > max {
