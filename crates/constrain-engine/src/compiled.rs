@@ -94,15 +94,22 @@ impl CompiledGrammar {
         // matcher.
         let first = compiled.mask(initial);
         compiled.lazy.lock().automaton.set_deadline(None);
-        first.map_err(|e| match e {
-            MatchError::LimitExceeded { what, limit } => {
-                GrammarError::LimitExceeded { what, limit }
+        match first {
+            Ok(_) => Ok(compiled),
+            Err(e) => {
+                // The automaton built so far may be large: the error need not wait for it to
+                // be freed.
+                crate::free_in_background(compiled);
+                Err(match e {
+                    MatchError::LimitExceeded { what, limit } => {
+                        GrammarError::LimitExceeded { what, limit }
+                    }
+                    other => GrammarError::Unsupported {
+                        what: format!("the first mask: {other}"),
+                    },
+                })
             }
-            other => GrammarError::Unsupported {
-                what: format!("the first mask: {other}"),
-            },
-        })?;
-        Ok(compiled)
+        }
     }
 
     /// The vocabulary this grammar was compiled for.

@@ -20,6 +20,7 @@
 
 mod automaton;
 mod compiled;
+mod discard;
 mod error;
 mod grammar;
 mod lexer;
@@ -32,6 +33,7 @@ mod text_run;
 mod token_index;
 
 pub use compiled::CompiledGrammar;
+pub use discard::{free_in_background, wait_for_background_frees};
 pub use error::{GrammarError, MatchError};
 pub use grammar::{
     special_token_bytes, Expr, Grammar, GrammarBuilder, RuleId, Unordered, UnorderedMember,

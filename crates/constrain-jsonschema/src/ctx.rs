@@ -108,7 +108,7 @@ impl<'a> Ctx<'a> {
             });
         }
         self.fuel -= 1;
-        Ok(())
+        crate::deadline::check(pointer)
     }
 
     fn add_def(

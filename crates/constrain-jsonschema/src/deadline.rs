@@ -53,19 +53,6 @@ pub(crate) fn check(pointer: &str) -> Result<(), crate::SchemaError> {
     }
 }
 
-/// Frees `value`, on a thread of its own once the deadline has passed: a compilation that ran
-/// out of time may hold a large half-built grammar, and freeing it should not keep the caller
-/// waiting past the budget.
-pub(crate) fn discard<T: Send + 'static>(value: T) {
-    if expired().is_none() {
-        return;
-    }
-    // Should the thread not start, the closure (and `value` with it) is freed right here.
-    let _ = std::thread::Builder::new()
-        .name("discard".into())
-        .spawn(move || drop(value));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,26 +70,5 @@ mod tests {
             assert_eq!(expired(), None);
         }
         assert_eq!(expired(), None);
-    }
-
-    /// Tells, when dropped, which thread dropped it.
-    struct Witness(std::sync::mpsc::Sender<std::thread::ThreadId>);
-
-    impl Drop for Witness {
-        fn drop(&mut self) {
-            let _ = self.0.send(std::thread::current().id());
-        }
-    }
-
-    #[test]
-    fn discarded_values_are_freed_elsewhere_only_once_late() {
-        let here = std::thread::current().id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        discard(Witness(tx.clone()));
-        assert_eq!(rx.recv().ok(), Some(here));
-        let _late = Guard::install(Some(Duration::ZERO));
-        discard(Witness(tx));
-        let elsewhere = rx.recv().expect("the value is freed");
-        assert_ne!(elsewhere, here);
     }
 }

@@ -26,7 +26,7 @@ pub(crate) enum Sym {
 }
 
 /// A context-free grammar whose terminals are regular languages.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Cfg {
     /// The regular language of every terminal; none is empty or matches only "".
     pub terminals: Vec<Hir>,
@@ -105,32 +105,57 @@ pub(crate) fn lower(
         size: 0,
         pending_rules: Vec::new(),
         sizes: Default::default(),
+        start_nt: 0,
     };
-    for rule in post_order(&bodies) {
-        if !recursive[rule] {
-            lowerer.regular[rule] = lowerer
-                .regular_size(&bodies[rule])
-                .filter(|&(size, depth)| {
-                    size <= limits.max_inline_size && depth <= MAX_INLINE_DEPTH
-                });
-            lowerer.unbounded[rule] = lowerer.is_unbounded(&bodies[rule]);
-        }
-    }
-    let start_nt = lowerer.nt_of(grammar.start());
-    while let Some((rule, nt)) = lowerer.pending_rules.pop() {
-        deadline.check()?;
-        lowerer.add_alternatives(nt, &bodies[rule.index()])?;
+    let lowered = lowerer.lower_rules(&recursive);
+    if let Err(e) = lowered {
+        // The grammar half lowered may be large: the error need not wait for it to be freed.
+        let cfg = std::mem::take(&mut lowerer.cfg);
+        drop(lowerer);
+        let rewritten: Vec<Expr> = bodies
+            .into_iter()
+            .filter_map(|body| match body {
+                Cow::Owned(expr) => Some(expr),
+                Cow::Borrowed(_) => None,
+            })
+            .collect();
+        crate::free_in_background((cfg, rewritten));
+        return Err(e);
     }
     let start = lowerer.new_nt("<start>");
-    lowerer.add_production(start, vec![Sym::N(start_nt)]);
+    lowerer.add_production(start, vec![Sym::N(lowerer.start_nt)]);
     lowerer.cfg.start = start;
     let mut cfg = lowerer.cfg;
     prune_unproductive(&mut cfg, grammar.rule_name(grammar.start()))?;
     Ok(cfg)
 }
 
+impl Lowerer<'_> {
+    /// Sizes the regular rules, then lowers every rule the start reaches.
+    fn lower_rules(&mut self, recursive: &[bool]) -> Result<(), GrammarError> {
+        let bodies = self.bodies;
+        for rule in post_order(bodies) {
+            self.deadline.check()?;
+            if !recursive[rule] {
+                self.regular[rule] = self.regular_size(&bodies[rule]).filter(|&(size, depth)| {
+                    size <= self.limits.max_inline_size && depth <= MAX_INLINE_DEPTH
+                });
+                self.unbounded[rule] = self.is_unbounded(&bodies[rule]);
+            }
+        }
+        self.start_nt = self.nt_of(self.grammar.start());
+        while let Some((rule, nt)) = self.pending_rules.pop() {
+            self.deadline.check()?;
+            self.add_alternatives(nt, &bodies[rule.index()])?;
+        }
+        Ok(())
+    }
+}
+
 struct Lowerer<'a> {
     grammar: &'a Grammar,
+    /// The nonterminal of the grammar's start rule, once lowered.
+    start_nt: u32,
     limits: &'a Limits,
     deadline: &'a Deadline,
     /// The rule bodies (tail recursion rewritten).

@@ -71,7 +71,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let value = match self.emit(root, 0).and_then(|v| self.drain().map(|()| v)) {
             Ok(value) => value,
             Err(e) => {
-                crate::deadline::discard(std::mem::take(&mut self.bodies));
+                constrain_engine::free_in_background(std::mem::take(&mut self.bodies));
                 return Err(e);
             }
         };
@@ -197,7 +197,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                     match self.emit(p, depth) {
                         Ok(alt) => alts.push(alt),
                         Err(e) => {
-                            crate::deadline::discard(alts);
+                            constrain_engine::free_in_background(alts);
                             return Err(e);
                         }
                     }

@@ -42,7 +42,7 @@ pub(crate) fn string_of(re: &Re, pointer: &str) -> Result<Expr, SchemaError> {
         body => Expr::seq(vec![Expr::literal("\""), body, Expr::literal("\"")]),
     };
     if let Err(late) = crate::deadline::check(pointer) {
-        crate::deadline::discard(expr);
+        constrain_engine::free_in_background(expr);
         return Err(late);
     }
     Ok(expr)
@@ -121,7 +121,7 @@ impl Emitter<'_, '_> {
         };
         let spelled = string_of(&re, &self.pointer);
         if spelled.is_err() {
-            crate::deadline::discard(re);
+            constrain_engine::free_in_background(re);
         }
         spelled
     }
