@@ -24,6 +24,9 @@ use crate::error::MatchError;
 use crate::limits::{Deadline, Limits};
 use crate::token_index::is_text_byte;
 
+/// States an ε-closure search tracks in a list before it switches to a set.
+const SMALL_CLOSURE: usize = 32;
+
 /// Estimated NFA states above which a terminal is split into head and rest.
 const SPLIT_ABOVE: usize = 4096;
 
@@ -346,11 +349,33 @@ impl Terminals {
 
 /// The live byte-consuming and match states of `piece` that ε-moves reach from `start`.
 fn epsilon_closure(piece: &Piece, start: StateID) -> Box<[u32]> {
+    if !piece.live[start.as_usize()] {
+        return Box::default();
+    }
+    if let State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) | State::Match { .. } =
+        piece.state(start)
+    {
+        // Most steps land on a state that reads a byte itself.
+        return Box::new([start.as_u32()]);
+    }
     let mut found = Vec::new();
-    let mut visited = FxHashSet::default();
+    // Closures are mostly a handful of states: a list until it grows, then a set.
+    let mut visited: Vec<StateID> = Vec::new();
+    let mut visited_set: FxHashSet<StateID> = FxHashSet::default();
     let mut stack = vec![start];
     while let Some(sid) = stack.pop() {
-        if !visited.insert(sid) || !piece.live[sid.as_usize()] {
+        let new = if visited_set.is_empty() && visited.len() < SMALL_CLOSURE {
+            !visited.contains(&sid) && {
+                visited.push(sid);
+                true
+            }
+        } else {
+            if visited_set.is_empty() {
+                visited_set.extend(visited.drain(..));
+            }
+            visited_set.insert(sid)
+        };
+        if !new || !piece.live[sid.as_usize()] {
             continue;
         }
         match piece.state(sid) {

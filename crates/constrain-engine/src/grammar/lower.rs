@@ -1051,7 +1051,11 @@ mod tests {
         assert_eq!(hir_size(&parse("ab[c-d]"), 1000), 8);
         // Three copies of a 2-byte literal inside two copies: 1 + 2 × (1 + 3 × 2).
         assert_eq!(hir_size(&parse("(?:(?:xy){3}){2}"), 1000), 15);
-        assert_eq!(hir_size(&parse("(?:(?:xy){3}){2}"), 14), 15, "one over the cap");
+        assert_eq!(
+            hir_size(&parse("(?:(?:xy){3}){2}"), 14),
+            15,
+            "one over the cap"
+        );
         assert_eq!(hir_size(&parse("(?:x{1000}){1000}"), 100), 101);
     }
 }
