@@ -1,4 +1,5 @@
-//! The NFAs of the terminals, compiled when first needed, a large terminal in two pieces.
+//! The NFAs of the terminals, compiled when first needed, a large terminal in two pieces, and
+//! pieces with the same expression sharing one NFA.
 //!
 //! A JSON object member is one terminal, `"key": value`, and a position where an object may go
 //! on starts every member's lexeme at once. A member whose value is large (a string with a
@@ -168,7 +169,7 @@ impl Terminals {
         let twin = self
             .compiled
             .get(&key)
-            .and_then(|built| built.iter().find(|(h, _)| *h == hir))
+            .and_then(|built| built.iter().find(|(h, _)| same_hir(h, &hir)))
             .map(|&(_, q)| q);
         if let Some(q) = twin {
             // NFAs are shared handles; the analyses are redone lazily.
@@ -427,6 +428,38 @@ pub(crate) fn fingerprint(hir: &Hir) -> u64 {
     hasher.finish()
 }
 
+/// Whether `a` and `b` have the same structure: `Hir`'s own `==` recurses as deep as the
+/// expression, this walks an explicit stack.
+pub(crate) fn same_hir(a: &Hir, b: &Hir) -> bool {
+    let mut pairs = vec![(a, b)];
+    while let Some((a, b)) = pairs.pop() {
+        match (a.kind(), b.kind()) {
+            (HirKind::Empty, HirKind::Empty) => {}
+            (HirKind::Literal(x), HirKind::Literal(y)) if x == y => {}
+            (HirKind::Class(x), HirKind::Class(y)) if x == y => {}
+            (HirKind::Look(x), HirKind::Look(y)) if x == y => {}
+            (HirKind::Repetition(x), HirKind::Repetition(y))
+                if (x.min, x.max, x.greedy) == (y.min, y.max, y.greedy) =>
+            {
+                pairs.push((&x.sub, &y.sub));
+            }
+            (HirKind::Capture(x), HirKind::Capture(y))
+                if (x.index, &x.name) == (y.index, &y.name) =>
+            {
+                pairs.push((&x.sub, &y.sub));
+            }
+            (HirKind::Concat(xs), HirKind::Concat(ys))
+            | (HirKind::Alternation(xs), HirKind::Alternation(ys))
+                if xs.len() == ys.len() =>
+            {
+                pairs.extend(xs.iter().zip(ys.iter()));
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// Splits a large `hir` into a head and the rest, when it is a concatenation whose leading
 /// parts are small; otherwise no head and all of it.
 fn split(hir: Hir) -> (Option<Hir>, Hir) {
@@ -624,6 +657,34 @@ mod tests {
             set = next;
         }
         set
+    }
+
+    #[test]
+    fn structural_equality_tells_expressions_apart_at_any_depth() {
+        assert!(same_hir(
+            &parse("a(?:b|c)*d{2,3}"),
+            &parse("a(?:b|c)*d{2,3}")
+        ));
+        assert!(!same_hir(
+            &parse("a(?:b|c)*d{2,3}"),
+            &parse("a(?:b|c)*d{2,4}")
+        ));
+        assert!(!same_hir(&parse("a(?:b|c)*"), &parse("a(?:b|d)*")));
+        // Nested deeper than a recursive comparison could go on a small stack.
+        let deep = |last: &[u8]| {
+            let mut hir = Hir::literal(last);
+            for _ in 0..100_000 {
+                hir = Hir::alternation(vec![
+                    Hir::concat(vec![Hir::literal(*b"y"), hir]),
+                    Hir::literal(*b"z"),
+                ]);
+            }
+            hir
+        };
+        let (one, twin, other) = (deep(b"x"), deep(b"x"), deep(b"w"));
+        assert!(same_hir(&one, &twin));
+        assert_eq!(fingerprint(&one), fingerprint(&twin));
+        assert!(!same_hir(&one, &other));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::builder::Grammar;
 use super::expr::{Expr, RuleId, Unordered};
 use crate::error::GrammarError;
 use crate::limits::{Deadline, Limits};
-use crate::terminal::fingerprint;
+use crate::terminal::{fingerprint, same_hir};
 
 /// A grammar symbol of the lowered grammar.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -548,7 +548,7 @@ impl Lowerer<'_> {
         let same = self.terminal_ids.entry(fingerprint(&hir)).or_default();
         if let Some(&id) = same
             .iter()
-            .find(|&&id| self.cfg.terminals[id as usize] == hir)
+            .find(|&&id| same_hir(&self.cfg.terminals[id as usize], &hir))
         {
             return id;
         }
