@@ -602,6 +602,7 @@ static STRING_CHAR_SEQUENCES: std::sync::LazyLock<Vec<Vec<(u8, u8)>>> =
 /// Marks where byte classes must split for `hir`: around every literal byte, at the ends of
 /// every byte range, and at the ends of the UTF-8 byte ranges of every Unicode range (as its
 /// NFA will spell them).
+///
 /// Unicode ranges in `spelled` are already marked (the same ones recur in every string of a
 /// grammar); the rest are added to it.
 fn mark_byte_boundaries(

@@ -179,7 +179,6 @@ impl Session<'_> {
     }
 }
 
-/// Which limit stopped generation when no room is left: the token limit or the context.
 impl Session<'_> {
     /// Evaluates `pending` and fills `mask` for the matcher's state, returning how long the
     /// model evaluated and how long the mask took. The mask depends only on the tokens
@@ -216,6 +215,7 @@ impl Session<'_> {
     }
 }
 
+/// Which limit stopped generation when no room is left: the token limit or the context.
 fn limit_reason(budget: usize) -> StopReason {
     if budget == 0 {
         StopReason::MaxTokens

@@ -105,25 +105,26 @@ pub(crate) fn lower(
         size: 0,
         pending_rules: Vec::new(),
         sizes: Default::default(),
-        start_nt: 0,
     };
-    let lowered = lowerer.lower_rules(&recursive);
-    if let Err(e) = lowered {
-        // The grammar half lowered may be large: the error need not wait for it to be freed.
-        let cfg = std::mem::take(&mut lowerer.cfg);
-        drop(lowerer);
-        let rewritten: Vec<Expr> = bodies
-            .into_iter()
-            .filter_map(|body| match body {
-                Cow::Owned(expr) => Some(expr),
-                Cow::Borrowed(_) => None,
-            })
-            .collect();
-        crate::free_in_background((cfg, rewritten));
-        return Err(e);
-    }
+    let start_nt = match lowerer.lower_rules(&recursive) {
+        Ok(start_nt) => start_nt,
+        Err(e) => {
+            // The grammar half lowered may be large: the error need not wait for it to be freed.
+            let cfg = std::mem::take(&mut lowerer.cfg);
+            drop(lowerer);
+            let rewritten: Vec<Expr> = bodies
+                .into_iter()
+                .filter_map(|body| match body {
+                    Cow::Owned(expr) => Some(expr),
+                    Cow::Borrowed(_) => None,
+                })
+                .collect();
+            crate::free_in_background((cfg, rewritten));
+            return Err(e);
+        }
+    };
     let start = lowerer.new_nt("<start>");
-    lowerer.add_production(start, vec![Sym::N(lowerer.start_nt)]);
+    lowerer.add_production(start, vec![Sym::N(start_nt)]);
     lowerer.cfg.start = start;
     let mut cfg = lowerer.cfg;
     prune_unproductive(&mut cfg, grammar.rule_name(grammar.start()))?;
@@ -131,8 +132,9 @@ pub(crate) fn lower(
 }
 
 impl Lowerer<'_> {
-    /// Sizes the regular rules, then lowers every rule the start reaches.
-    fn lower_rules(&mut self, recursive: &[bool]) -> Result<(), GrammarError> {
+    /// Sizes the regular rules, then lowers every rule the start reaches; returns the start
+    /// rule's nonterminal.
+    fn lower_rules(&mut self, recursive: &[bool]) -> Result<u32, GrammarError> {
         let bodies = self.bodies;
         for rule in post_order(bodies) {
             self.deadline.check()?;
@@ -143,19 +145,17 @@ impl Lowerer<'_> {
                 self.unbounded[rule] = self.is_unbounded(&bodies[rule]);
             }
         }
-        self.start_nt = self.nt_of(self.grammar.start());
+        let start_nt = self.nt_of(self.grammar.start());
         while let Some((rule, nt)) = self.pending_rules.pop() {
             self.deadline.check()?;
             self.add_alternatives(nt, &bodies[rule.index()])?;
         }
-        Ok(())
+        Ok(start_nt)
     }
 }
 
 struct Lowerer<'a> {
     grammar: &'a Grammar,
-    /// The nonterminal of the grammar's start rule, once lowered.
-    start_nt: u32,
     limits: &'a Limits,
     deadline: &'a Deadline,
     /// The rule bodies (tail recursion rewritten).
