@@ -136,14 +136,19 @@ impl Totals {
         } else {
             format!("{:>9} {:>9}", "-", "-")
         };
-        // Time outside the model (masks, sampling, bookkeeping) per sampled token.
-        let off_model_ms = if self.sampled > 0 {
-            (self.decode_s - self.eval_s) * 1e3 / self.sampled as f64
-        } else {
-            0.0
+        // Time in the model (forced tokens batched with the sampled ones) and outside it
+        // (masks, sampling, bookkeeping), per sampled token.
+        let per_sampled_ms = |seconds: f64| {
+            if self.sampled > 0 {
+                seconds * 1e3 / self.sampled as f64
+            } else {
+                0.0
+            }
         };
+        let model_ms = per_sampled_ms(self.eval_s);
+        let off_model_ms = per_sampled_ms(self.decode_s - self.eval_s);
         format!(
-            "{name:<18} {:>5}/{:<4} {:>8} {:>7} {:>9.1} {:>10.1} {:>10.1} {:>9.3} {mask}",
+            "{name:<18} {:>5}/{:<4} {:>8} {:>7} {:>9.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {mask}",
             self.valid,
             self.runs,
             self.sampled,
@@ -151,6 +156,7 @@ impl Totals {
             per_s(self.sampled),
             per_s(self.sampled + self.forced),
             per_s(self.bytes),
+            model_ms,
             off_model_ms,
         )
     }
@@ -264,7 +270,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_or("all".to_string(), |t| t.to_string()),
     );
     println!(
-        "{:<18} {:>10} {:>8} {:>7} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "{:<18} {:>10} {:>8} {:>7} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "mode",
         "valid",
         "sampled",
@@ -272,6 +278,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "sampled/s",
         "tokens/s",
         "bytes/s",
+        "model",
         "off-model",
         "mask p50",
         "mask p99"
@@ -280,8 +287,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", total.row(mode));
     }
     println!(
-        "(off-model: milliseconds per sampled token outside the model: masks, sampling; \
-         mask times in microseconds: mean of per-run p50, max of per-run p99)"
+        "(model, off-model: milliseconds per sampled token in the model (forced tokens \
+         included) and outside it (masks, sampling); mask times in microseconds: mean of \
+         per-run p50, max of per-run p99)"
     );
     let compile: Vec<String> = compile_ms
         .iter()

@@ -10,8 +10,6 @@ pub(crate) struct TokenSampler {
     funnel: Funnel,
     history: History,
     rng: Xoshiro256StarStar,
-    /// The funnel works in place; llama.cpp's logits stay untouched.
-    scratch: Vec<f32>,
 }
 
 impl TokenSampler {
@@ -24,7 +22,6 @@ impl TokenSampler {
             funnel: Funnel::new(config.clone())?,
             history: History::from_prompt(prompt),
             rng: Xoshiro256StarStar::seed_from_u64(seed),
-            scratch: Vec::new(),
         })
     }
 
@@ -34,11 +31,10 @@ impl TokenSampler {
         logits: &[f32],
         mask: Option<&[u32]>,
     ) -> Result<u32, LlamaError> {
-        self.scratch.clear();
-        self.scratch.extend_from_slice(logits);
+        // llama.cpp's logits stay untouched: the funnel reads them, copying only what it needs.
         Ok(self
             .funnel
-            .sample(&mut self.scratch, mask, &self.history, &mut self.rng)?)
+            .sample_from(logits, mask, &self.history, &mut self.rng)?)
     }
 
     /// Records a generated token, sampled or forced (the penalties see both).

@@ -39,6 +39,13 @@ fn half_mask() -> Vec<u32> {
         .collect()
 }
 
+/// A grammar state that allows a few hundred tokens (e.g. where a JSON value or key starts).
+fn sparse_mask() -> Vec<u32> {
+    (0..WIDTH / 32)
+        .map(|i| if i % 40 == 0 { 0x0101_0101 } else { 0 })
+        .collect()
+}
+
 /// 64 recent tokens, as the default penalty window sees them.
 fn recent_history() -> History {
     let mut rng = Xoshiro256StarStar::seed_from_u64(3);
@@ -116,6 +123,33 @@ fn whole_funnel(c: &mut Criterion) {
     group.finish();
 }
 
+/// [`Funnel::sample_from`], which reads a model's logits in place: a sparse mask's tokens are
+/// gathered without copying or masking the vector.
+fn read_in_place(c: &mut Criterion) {
+    let logits = model_like_logits(1);
+    let (half, sparse) = (half_mask(), sparse_mask());
+    let history = recent_history();
+    let mut group = c.benchmark_group("sample_from");
+    for (name, mask) in [
+        ("realistic", None),
+        ("realistic+mask", Some(&half[..])),
+        ("realistic+sparse mask", Some(&sparse[..])),
+    ] {
+        let mut funnel = Funnel::new(realistic()).expect("valid settings");
+        let mut rng = Xoshiro256StarStar::seed_from_u64(42);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                black_box(
+                    funnel
+                        .sample_from(&logits, mask, &history, &mut rng)
+                        .expect("a token"),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
 fn stages(c: &mut Criterion) {
     let logits = model_like_logits(1);
     let mask = half_mask();
@@ -160,6 +194,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = whole_funnel, stages
+    targets = whole_funnel, read_in_place, stages
 }
 criterion_main!(benches);

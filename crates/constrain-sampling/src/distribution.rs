@@ -100,6 +100,51 @@ impl Distribution {
         }
     }
 
+    /// Replaces the content by the finite logits of the tokens `mask` allows, reading only
+    /// those: the cost follows the mask's words and its allowed tokens, not the vocabulary.
+    /// Bits at or beyond `logits.len()` are ignored, as [`apply_grammar_mask`] does.
+    ///
+    /// [`apply_grammar_mask`]: crate::apply_grammar_mask
+    pub(crate) fn gather_allowed(&mut self, logits: &[f32], mask: &[u32]) {
+        self.ids.clear();
+        self.probs.clear();
+        for (word_index, &word) in mask.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let token = word_index * 32 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                match logits.get(token) {
+                    Some(&logit) if logit > f32::NEG_INFINITY => {
+                        self.ids.push(token as u32);
+                        self.probs.push(logit);
+                    }
+                    Some(_) => {}
+                    None => return,
+                }
+            }
+        }
+    }
+
+    /// The logit (while the funnel runs) of `token`, if it is a candidate.
+    pub(crate) fn value_mut(&mut self, token: u32) -> Option<&mut f32> {
+        let position = self.ids.binary_search(&token).ok()?;
+        self.probs.get_mut(position)
+    }
+
+    /// Drops the candidates whose logit became -inf (tokens a bias of -inf banned).
+    pub(crate) fn retain_finite(&mut self) {
+        let mut len = 0;
+        for from in 0..self.ids.len() {
+            if self.probs[from] > f32::NEG_INFINITY {
+                self.ids[len] = self.ids[from];
+                self.probs[len] = self.probs[from];
+                len += 1;
+            }
+        }
+        self.ids.truncate(len);
+        self.probs.truncate(len);
+    }
+
     /// Keeps the entries at these positions (increasing).
     pub(crate) fn retain_positions(&mut self, kept: &[u32]) {
         for (to, &from) in kept.iter().enumerate() {

@@ -3,13 +3,19 @@
 use crate::math::max_finite;
 use crate::steps::{
     apply_frequency_presence_penalty, apply_grammar_mask, apply_logit_bias,
-    apply_repetition_penalty, apply_temperature, argmax_kept, check_logits, checked_max,
-    count_allowed, is_greedy, min_p_kept, retain, softmax, top_k_kept, top_p_kept, typical_p_kept,
-    CutoffScratch,
+    apply_repetition_penalty, apply_temperature, argmax_kept, check_in_range, check_logits,
+    checked_max, count_allowed, frequency_presence_penalized, is_greedy, min_p_kept,
+    repetition_penalized, retain, softmax, top_k_kept, top_p_kept, typical_p_kept, CutoffScratch,
 };
 use crate::{
-    Distribution, History, SamplerConfig, SamplingError, Stage, TokenCounts, Xoshiro256StarStar,
+    Distribution, History, SamplerConfig, SamplingError, Stage, TokenCounts, TokenOrigin,
+    Xoshiro256StarStar,
 };
+
+/// A mask that allows at most one token in this many is read bit by bit: the funnel gathers
+/// the allowed tokens' logits and never touches the rest of the vocabulary. Denser masks are
+/// applied to the whole vector, which is faster per token than visiting bits one by one.
+const SPARSE_MASK_RATIO: usize = 16;
 
 /// The stages that do something for one call, in order.
 #[derive(Clone, Copy)]
@@ -77,6 +83,16 @@ pub struct Funnel {
     scratch: CutoffScratch,
     counts: TokenCounts,
     candidates: Distribution,
+    /// The copy of the logits that [`sample_from`](Self::sample_from) works on when it needs
+    /// the whole vector.
+    dense: Vec<f32>,
+}
+
+/// How one call runs: over the whole vector, or over the tokens a sparse mask allows.
+enum Route {
+    Dense(ActiveStages),
+    /// The mask's allowed tokens (with how many there are), gathered before any other stage.
+    Sparse(ActiveStages, usize),
 }
 
 impl Funnel {
@@ -124,6 +140,7 @@ impl Funnel {
             scratch: CutoffScratch::new(),
             counts: TokenCounts::new(),
             candidates: Distribution::default(),
+            dense: Vec::new(),
         })
     }
 
@@ -153,6 +170,39 @@ impl Funnel {
         rng: &mut Xoshiro256StarStar,
     ) -> Result<u32, SamplingError> {
         self.run(logits, mask, history)?;
+        self.candidates.draw(rng)
+    }
+
+    /// Runs the funnel and draws a token, leaving `logits` as they are.
+    ///
+    /// The same draw as [`sample`](Self::sample). When the mask allows few tokens, only their
+    /// logits are read after the input check; otherwise the logits are copied into a buffer
+    /// the funnel keeps, so a caller whose logits belong to someone else (a model's output
+    /// buffer) never copies them itself.
+    ///
+    /// # Errors
+    ///
+    /// See [`distribution`](Self::distribution).
+    pub fn sample_from(
+        &mut self,
+        logits: &[f32],
+        mask: Option<&[u32]>,
+        history: &History,
+        rng: &mut Xoshiro256StarStar,
+    ) -> Result<u32, SamplingError> {
+        match self.route(logits, mask, history)? {
+            Route::Sparse(active, allowed) => {
+                self.run_sparse(logits, mask.unwrap_or_default(), allowed, &active)?
+            }
+            Route::Dense(active) => {
+                let mut buffer = std::mem::take(&mut self.dense);
+                buffer.clear();
+                buffer.extend_from_slice(logits);
+                let ran = self.run_dense(&mut buffer, mask, &active);
+                self.dense = buffer;
+                ran?
+            }
+        }
         self.candidates.draw(rng)
     }
 
@@ -248,21 +298,134 @@ impl Funnel {
         active
     }
 
-    /// The fast path: the stages on the full vector until a cutoff may compact it, then on
-    /// the short candidate list; softmax over the candidates.
+    /// The fast path: a sparse mask's tokens alone, or the whole vector (see [`run_dense`]).
+    ///
+    /// [`run_dense`]: Self::run_dense
     fn run(
         &mut self,
         logits: &mut [f32],
         mask: Option<&[u32]>,
         history: &History,
     ) -> Result<(), SamplingError> {
+        match self.route(logits, mask, history)? {
+            Route::Sparse(active, allowed) => {
+                self.run_sparse(logits, mask.unwrap_or_default(), allowed, &active)
+            }
+            Route::Dense(active) => self.run_dense(logits, mask, &active),
+        }
+    }
+
+    /// Checks the input, lists the stages and chooses how to run them.
+    ///
+    /// The sparse route needs the mask to come before every stage that is not a per-token
+    /// function of the logit (cutoffs, the temperature, whose overflow guard reads the
+    /// maximum): then restricting to the allowed tokens first changes nothing.
+    fn route(
+        &mut self,
+        logits: &[f32],
+        mask: Option<&[u32]>,
+        history: &History,
+    ) -> Result<Route, SamplingError> {
         let input_max = checked_max(logits)?;
         let mut active = self.prepare(mask.is_some(), history);
         active.run_top_k_before_temperature(self.config.temperature);
-        let last_id_stage = last_id_reading(active.as_slice());
         if mask.is_none() && input_max == f32::NEG_INFINITY {
             return Err(SamplingError::NoTokenLeft { after: "input" });
         }
+        if let Some(mask) = mask {
+            let mask_comes_first = active
+                .as_slice()
+                .iter()
+                .take_while(|&&stage| stage != Stage::GrammarMask)
+                .all(|stage| stage.reads_token_ids());
+            let allowed = count_allowed(mask, logits.len());
+            if mask_comes_first && allowed <= logits.len() / SPARSE_MASK_RATIO {
+                return Ok(Route::Sparse(active, allowed));
+            }
+        }
+        Ok(Route::Dense(active))
+    }
+
+    /// The tokens a sparse mask allows, gathered first; every stage then runs on that short
+    /// list, with the same errors, in the same order, as on the whole vector.
+    fn run_sparse(
+        &mut self,
+        logits: &[f32],
+        mask: &[u32],
+        allowed: usize,
+        active: &ActiveStages,
+    ) -> Result<(), SamplingError> {
+        let width = logits.len();
+        self.candidates.gather_allowed(logits, mask);
+        let stages = active.as_slice();
+        let last_id_stage = last_id_reading(stages);
+        let config = &self.config;
+        for (index, &stage) in stages.iter().enumerate() {
+            let values = &mut self.candidates.probs;
+            match stage {
+                Stage::GrammarMask => {
+                    if max_finite(values) == f32::NEG_INFINITY {
+                        return Err(SamplingError::NoAllowedToken { allowed, width });
+                    }
+                }
+                Stage::RepetitionPenalty => {
+                    check_in_range(self.counts.max_token(), width, TokenOrigin::History)?;
+                    for &(token, _) in self.counts.entries() {
+                        if let Some(logit) = self.candidates.value_mut(token) {
+                            *logit = repetition_penalized(*logit, config.repetition_penalty);
+                        }
+                    }
+                }
+                Stage::FrequencyPresencePenalty => {
+                    check_in_range(self.counts.max_token(), width, TokenOrigin::History)?;
+                    for &(token, count) in self.counts.entries() {
+                        if let Some(logit) = self.candidates.value_mut(token) {
+                            *logit = frequency_presence_penalized(
+                                *logit,
+                                count,
+                                config.frequency_penalty,
+                                config.presence_penalty,
+                            );
+                        }
+                    }
+                }
+                Stage::LogitBias => {
+                    let max_token = config.logit_bias.iter().map(|&(token, _)| token).max();
+                    check_in_range(max_token, width, TokenOrigin::LogitBias)?;
+                    for &(token, bias) in &config.logit_bias {
+                        if let Some(logit) = self.candidates.value_mut(token) {
+                            *logit += bias;
+                        }
+                    }
+                }
+                _ if is_cutoff(config, stage) => {
+                    if cutoff_kept(config, stage, values, &mut self.scratch) {
+                        self.candidates.retain_positions(self.scratch.kept());
+                    }
+                }
+                _ => apply_temperature(values, config.temperature, &mut self.scratch),
+            }
+            if last_id_stage == Some(index) {
+                self.candidates.retain_finite();
+                if self.candidates.is_empty() {
+                    return Err(SamplingError::NoTokenLeft {
+                        after: stage.name(),
+                    });
+                }
+            }
+        }
+        softmax(&mut self.candidates.probs)
+    }
+
+    /// The stages on the full vector until a cutoff may compact it, then on the short
+    /// candidate list; softmax over the candidates.
+    fn run_dense(
+        &mut self,
+        logits: &mut [f32],
+        mask: Option<&[u32]>,
+        active: &ActiveStages,
+    ) -> Result<(), SamplingError> {
+        let last_id_stage = last_id_reading(active.as_slice());
         let mut compacted = false;
         for (index, &stage) in active.as_slice().iter().enumerate() {
             let after_id_stages = last_id_stage.is_none_or(|last| index > last);
@@ -396,4 +559,135 @@ fn snapshot(stage: Option<Stage>, values: &[f32]) -> Result<TraceStep, SamplingE
         logits: values.to_vec(),
         probs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PenaltyWindow;
+
+    /// Settings that exercise every stage, alone and together, in both stage orders that keep
+    /// the sparse route (the canonical one, and the penalties before the mask).
+    fn settings() -> Vec<(SamplerConfig, Vec<Stage>)> {
+        let penalized = SamplerConfig {
+            repetition_penalty: 1.3,
+            frequency_penalty: 0.4,
+            presence_penalty: 0.2,
+            penalty_window: PenaltyWindow {
+                last_n: None,
+                include_prompt: true,
+            },
+            logit_bias: vec![(3, 2.0), (5, f32::NEG_INFINITY), (40, -1.0)],
+            ..SamplerConfig::default()
+        };
+        let cut = SamplerConfig {
+            temperature: 0.7,
+            top_k: 5,
+            top_p: 0.9,
+            min_p: 0.05,
+            typical_p: 0.95,
+            ..penalized.clone()
+        };
+        let mut penalties_first = Stage::CANONICAL_ORDER.to_vec();
+        penalties_first[..4].rotate_left(1);
+        assert_eq!(penalties_first[3], Stage::GrammarMask);
+        [
+            SamplerConfig::default(),
+            SamplerConfig::greedy(),
+            penalized,
+            cut.clone(),
+            SamplerConfig {
+                temperature: 0.0,
+                ..cut
+            },
+        ]
+        .into_iter()
+        .flat_map(|config| {
+            [
+                (config.clone(), Stage::CANONICAL_ORDER.to_vec()),
+                (config, penalties_first.clone()),
+            ]
+        })
+        .collect()
+    }
+
+    #[test]
+    fn sparse_masks_give_the_dense_result_bit_for_bit() {
+        let mut rng = Xoshiro256StarStar::seed_from_u64(7);
+        let mut sparse_runs = 0;
+        for case in 0..3000 {
+            let width = 32 + (rng.next_u64() % 600) as usize;
+            let logits: Vec<f32> = (0..width)
+                .map(|_| match rng.next_u64() % 20 {
+                    0 => f32::NEG_INFINITY,
+                    1 => 1.0, // ties
+                    r => (r as f32 - 10.0) * 1.7 + (rng.next_f64() as f32),
+                })
+                .collect();
+            // About one token in 40 allowed, sometimes none; a word past the logits' end.
+            let mask: Vec<u32> = (0..width.div_ceil(32) + 1)
+                .map(|_| {
+                    let (a, b, c) = (rng.next_u64(), rng.next_u64(), rng.next_u64());
+                    (a & b & c & (c >> 32) & (a >> 32)) as u32
+                })
+                .collect();
+            let mut history = History::from_prompt(&[3, 5, 7]);
+            for _ in 0..(case % 12) {
+                history.push((rng.next_u64() % width as u64) as u32);
+            }
+            for (config, order) in settings() {
+                let mut funnel = Funnel::with_order(config.clone(), &order).unwrap();
+                let mut buffer = logits.clone();
+                let Ok(route) = funnel.route(&logits, Some(&mask), &history) else {
+                    unreachable!("valid input")
+                };
+                let sparse = match route {
+                    Route::Sparse(active, allowed) => {
+                        sparse_runs += 1;
+                        funnel
+                            .run_sparse(&logits, &mask, allowed, &active)
+                            .map(|()| funnel.candidates.clone())
+                    }
+                    Route::Dense(_) => continue,
+                };
+                let mut active = funnel.prepare(true, &history);
+                active.run_top_k_before_temperature(config.temperature);
+                let dense = funnel
+                    .run_dense(&mut buffer, Some(&mask), &active)
+                    .map(|()| funnel.candidates.clone());
+                assert_eq!(sparse, dense, "case {case}, {config:?}, order {order:?}");
+            }
+        }
+        assert!(sparse_runs > 10_000, "{sparse_runs} sparse runs");
+    }
+
+    #[test]
+    fn sample_from_leaves_the_logits_and_draws_as_sample_does() {
+        let width = 4096;
+        let logits: Vec<f32> = (0..width)
+            .map(|i| ((i * 7919) % 113) as f32 / 9.0)
+            .collect();
+        let sparse: Vec<u32> = (0..width / 32).map(|i| 1 << (i % 32)).collect();
+        let dense = vec![0x5555_5555u32; width / 32];
+        let history = History::from_prompt(&[1, 2, 3]);
+        for mask in [None, Some(&sparse[..]), Some(&dense[..])] {
+            for seed in 0..20 {
+                let config = SamplerConfig {
+                    temperature: 0.8,
+                    top_k: 40,
+                    ..SamplerConfig::default()
+                };
+                let mut funnel = Funnel::new(config).unwrap();
+                let mut rng = Xoshiro256StarStar::seed_from_u64(seed);
+                let from = funnel.sample_from(&logits, mask, &history, &mut rng);
+                let mut rng = Xoshiro256StarStar::seed_from_u64(seed);
+                let mut buffer = logits.clone();
+                assert_eq!(from, funnel.sample(&mut buffer, mask, &history, &mut rng));
+            }
+        }
+        let expected: Vec<f32> = (0..width)
+            .map(|i| ((i * 7919) % 113) as f32 / 9.0)
+            .collect();
+        assert_eq!(logits, expected);
+    }
 }

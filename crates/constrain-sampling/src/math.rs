@@ -181,23 +181,32 @@ pub(crate) fn exp_sum_and_moment(values: &[f32], shift: f32) -> (f64, f64) {
 
 /// The largest value that is not -inf (-inf when there is none), or `None` if some value is
 /// NaN or +inf: the input check and the first maximum of the funnel in one pass.
+///
+/// The pass keeps, beside the maxima, the lanes' sums of `v * 0`: zero while every value is
+/// finite, NaN from the first NaN or infinity on. Only then does a second, exact pass tell an
+/// allowed -inf from a NaN or +inf; a model's logits never need it.
 pub(crate) fn max_if_valid(values: &[f32]) -> Option<f32> {
     let mut lanes = [f32::NEG_INFINITY; LANES];
-    let mut invalid = [false; LANES];
+    let mut poison = [0.0f32; LANES];
     let chunks = values.chunks_exact(LANES);
     let tail = chunks.remainder();
     for chunk in chunks {
-        for ((lane, bad), &v) in lanes.iter_mut().zip(invalid.iter_mut()).zip(chunk) {
+        for ((lane, p), &v) in lanes.iter_mut().zip(poison.iter_mut()).zip(chunk) {
             *lane = if v > *lane { v } else { *lane };
-            *bad |= v.is_nan() | (v == f32::INFINITY);
+            *p += v * 0.0;
         }
     }
     let mut max = f32::NEG_INFINITY;
-    let mut bad = invalid.iter().any(|&b| b);
+    let mut finite = poison.iter().all(|&p| p == 0.0);
     for &v in lanes.iter().chain(tail) {
         max = if v > max { v } else { max };
-        bad |= v.is_nan() | (v == f32::INFINITY);
+        finite &= v.is_finite();
     }
+    if finite {
+        return Some(max);
+    }
+    // Some value is not finite: valid only if every such value is -inf.
+    let bad = values.iter().any(|&v| v.is_nan() || v == f32::INFINITY);
     (!bad).then_some(max)
 }
 

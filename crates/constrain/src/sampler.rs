@@ -20,7 +20,6 @@ pub struct ConstrainedSampler {
     history: History,
     rng: Xoshiro256StarStar,
     mask: Vec<u32>,
-    scratch: Vec<f32>,
 }
 
 /// Why [`ConstrainedSampler::generate`] stopped.
@@ -59,7 +58,6 @@ impl ConstrainedSampler {
             history: History::new(),
             rng: Xoshiro256StarStar::seed_from_u64(seed),
             mask: vec![0; words],
-            scratch: Vec::new(),
         })
     }
 
@@ -79,14 +77,9 @@ impl ConstrainedSampler {
     /// token is not accepted yet: call [`accept`](Self::accept) once the model has it.
     pub fn sample(&mut self, logits: &[f32]) -> Result<u32, Error> {
         self.matcher.fill_mask(&mut self.mask)?;
-        self.scratch.clear();
-        self.scratch.extend_from_slice(logits);
-        Ok(self.funnel.sample(
-            &mut self.scratch,
-            Some(&self.mask),
-            &self.history,
-            &mut self.rng,
-        )?)
+        Ok(self
+            .funnel
+            .sample_from(logits, Some(&self.mask), &self.history, &mut self.rng)?)
     }
 
     /// Records that `token` was fed to the model (sampled or forced).

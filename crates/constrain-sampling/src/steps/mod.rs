@@ -18,6 +18,7 @@ pub use cutoff::{apply_min_p, apply_top_k, apply_top_p, apply_typical_p, CutoffS
 pub(crate) use cutoff::{argmax_kept, min_p_kept, retain, top_k_kept, top_p_kept, typical_p_kept};
 pub use mask::{apply_grammar_mask, count_allowed};
 pub use penalty::{apply_frequency_presence_penalty, apply_logit_bias, apply_repetition_penalty};
+pub(crate) use penalty::{check_in_range, frequency_presence_penalized, repetition_penalized};
 pub use softmax::{check_logits, draw, softmax};
 pub(crate) use softmax::{checked_max, draw_valid};
 pub use temperature::apply_temperature;

@@ -2,7 +2,8 @@
 
 use crate::{SamplingError, TokenCounts, TokenOrigin};
 
-fn check_in_range(
+/// Fails unless every token (of which `max_token` is the largest) is below `width`.
+pub(crate) fn check_in_range(
     max_token: Option<u32>,
     width: usize,
     origin: TokenOrigin,
@@ -40,13 +41,28 @@ pub fn apply_repetition_penalty(
     check_in_range(counts.max_token(), logits.len(), TokenOrigin::History)?;
     for &(token, _) in counts.entries() {
         let logit = &mut logits[token as usize];
-        *logit = if *logit > 0.0 {
-            *logit / penalty
-        } else {
-            *logit * penalty
-        };
+        *logit = repetition_penalized(*logit, penalty);
     }
     Ok(())
+}
+
+/// One logit under the repetition penalty.
+pub(crate) fn repetition_penalized(logit: f32, penalty: f32) -> f32 {
+    if logit > 0.0 {
+        logit / penalty
+    } else {
+        logit * penalty
+    }
+}
+
+/// One logit under the frequency and presence penalties, for a token seen `count` times.
+pub(crate) fn frequency_presence_penalized(
+    logit: f32,
+    count: u32,
+    frequency: f32,
+    presence: f32,
+) -> f32 {
+    logit - (count as f32 * frequency + presence)
 }
 
 /// The additive penalties of OpenAI's API: `z_i -= count_i * frequency + presence` for every
@@ -64,7 +80,8 @@ pub fn apply_frequency_presence_penalty(
 ) -> Result<(), SamplingError> {
     check_in_range(counts.max_token(), logits.len(), TokenOrigin::History)?;
     for &(token, count) in counts.entries() {
-        logits[token as usize] -= count as f32 * frequency + presence;
+        let logit = &mut logits[token as usize];
+        *logit = frequency_presence_penalized(*logit, count, frequency, presence);
     }
     Ok(())
 }
