@@ -186,11 +186,18 @@ impl Lowerer<'_> {
     /// and within the inlining budgets. Sizes are checked before anything is built, so a
     /// too-large expression costs one traversal, not a copy.
     fn as_regular(&self, expr: &Expr) -> Option<Regular> {
-        let (size, depth) = self.regular_size(expr)?;
-        (size <= self.limits.max_inline_size && depth <= MAX_INLINE_DEPTH).then(|| Regular {
+        let size = self.regular_within_budget(expr)?;
+        Some(Regular {
             hir: self.build_regular(expr),
             size,
         })
+    }
+
+    /// The size of `expr` as one regular expression, if [`Lowerer::as_regular`] would build
+    /// it: the same test, without the copy.
+    fn regular_within_budget(&self, expr: &Expr) -> Option<usize> {
+        let (size, depth) = self.regular_size(expr)?;
+        (size <= self.limits.max_inline_size && depth <= MAX_INLINE_DEPTH).then_some(size)
     }
 
     /// The size and nesting depth of `expr` as one regular expression, `None` when it is not
@@ -274,7 +281,7 @@ impl Lowerer<'_> {
     /// Adds `lhs -> alt` for every top-level alternative of `body`.
     fn add_alternatives(&mut self, lhs: u32, body: &Expr) -> Result<(), GrammarError> {
         match body {
-            Expr::Alt(alts) if self.as_regular(body).is_none() => {
+            Expr::Alt(alts) if self.regular_within_budget(body).is_none() => {
                 let (words, others) = split_literals(alts);
                 if let Some(trie) = words {
                     self.add_hir_alternatives(lhs, &trie)?;
@@ -285,7 +292,7 @@ impl Lowerer<'_> {
                     self.add_alternatives(lhs, alt)?;
                 }
             }
-            Expr::Regex(h) if self.as_regular(body).is_none() => {
+            Expr::Regex(h) if self.regular_within_budget(body).is_none() => {
                 self.add_hir_alternatives(lhs, h)?;
             }
             _ => {

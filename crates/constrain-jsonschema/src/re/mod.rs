@@ -115,9 +115,14 @@ impl Re {
 
     /// The alternation, simplified: nested alternations flattened, nothing dropped, duplicates
     /// removed and single characters merged into one class.
+    ///
+    /// Short lists are deduplicated by comparison, which stops at the first difference (the
+    /// alternatives of a trie level differ in their first character); only long ones hash
+    /// their members. Hashing or cloning at every level would make nested alternations, as a
+    /// key complement builds them, quadratic in their depth.
     pub(crate) fn alt(alternatives: Vec<Re>) -> Re {
         let mut out: Vec<Re> = Vec::with_capacity(alternatives.len());
-        let mut seen: rustc_hash::FxHashSet<Re> = rustc_hash::FxHashSet::default();
+        let mut seen = Dedup::default();
         let mut chars = CharSet::empty();
         let mut have_chars = false;
         let mut flat = Vec::with_capacity(alternatives.len());
@@ -147,7 +152,7 @@ impl Re {
                 }
                 _ => {}
             }
-            if seen.insert(a.clone()) {
+            if seen.is_new(&out, &a) {
                 out.push(a);
             }
         }
@@ -323,6 +328,43 @@ pub(crate) fn unicode_class(set: &CharSet) -> ClassUnicode {
             char::from_u32(b)?,
         ))
     }))
+}
+
+/// Alternatives already kept, for [`Re::alt`]'s deduplication.
+#[derive(Default)]
+struct Dedup {
+    /// Positions in the kept list by hash, filled once the list outgrows a linear scan.
+    by_hash: rustc_hash::FxHashMap<u64, Vec<usize>>,
+}
+
+/// Lists up to this long are scanned instead of hashed.
+const LINEAR_DEDUP: usize = 16;
+
+impl Dedup {
+    /// Whether `candidate` is not in `kept` yet (`kept` being every earlier `true` answer).
+    fn is_new(&mut self, kept: &[Re], candidate: &Re) -> bool {
+        if kept.len() < LINEAR_DEDUP {
+            return !kept.contains(candidate);
+        }
+        if self.by_hash.is_empty() {
+            for (position, re) in kept.iter().enumerate() {
+                self.by_hash.entry(hash_of(re)).or_default().push(position);
+            }
+        }
+        let positions = self.by_hash.entry(hash_of(candidate)).or_default();
+        if positions.iter().any(|&p| kept[p] == *candidate) {
+            return false;
+        }
+        positions.push(kept.len());
+        true
+    }
+}
+
+fn hash_of(re: &Re) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    re.hash(&mut hasher);
+    hasher.finish()
 }
 
 #[cfg(test)]
