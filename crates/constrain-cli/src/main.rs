@@ -7,12 +7,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Compiling a grammar builds and drops many small values (expressions, automaton rows, lexer
-/// states); mimalloc's per-thread free lists make that markedly cheaper than the system
-/// allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Grammar-constrained generation: output that follows a JSON Schema, a regex or a GBNF grammar,
 /// every time.
 #[derive(Parser, Debug)]
