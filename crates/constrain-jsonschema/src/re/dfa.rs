@@ -224,34 +224,17 @@ impl Dfa {
         Dfa { trans, accepting }
     }
 
-    /// The minimal equivalent automaton (Moore's partition refinement).
+    /// The minimal equivalent automaton (Hopcroft's partition refinement, see
+    /// [`super::minimize`]).
     pub(crate) fn minimize(&self) -> Dfa {
         let dfa = self.trim();
-        let n = dfa.trans.len();
-        let mut class: Vec<u32> = dfa.accepting.iter().map(|&a| u32::from(a)).collect();
-        let mut count = class.iter().collect::<std::collections::HashSet<_>>().len();
-        loop {
-            if crate::deadline::expired().is_some() {
-                // The same language, unminimized: `compile` refuses it anyway once late.
-                return dfa;
-            }
-            let mut signatures: HashMap<(u32, Ranges), u32> = HashMap::new();
-            let mut next = vec![0u32; n];
-            for s in 0..n {
-                let mut sig: Vec<(u32, u32, u32)> = Vec::with_capacity(dfa.trans[s].len());
-                for &(lo, hi, t) in &dfa.trans[s] {
-                    push_range(&mut sig, lo, hi, class[t as usize]);
-                }
-                let len = signatures.len() as u32;
-                next[s] = *signatures.entry((class[s], sig)).or_insert(len);
-            }
-            let new_count = signatures.len();
-            class = next;
-            if new_count == count {
-                break;
-            }
-            count = new_count;
-        }
+        let late = || crate::deadline::expired().is_some();
+        let Some(class) = super::minimize::state_classes(&dfa.trans, &dfa.accepting, late) else {
+            // The same language, unminimized: `compile` refuses it anyway once late, and an
+            // automaton too large to minimize is too large to turn back into an expression.
+            return dfa;
+        };
+        let count = class.iter().max().map_or(0, |&c| c as usize + 1);
         // Renumber so that the start state's class is 0.
         let mut order = vec![u32::MAX; count];
         let mut k = 0u32;
@@ -398,9 +381,6 @@ impl Dfa {
         Ok(re)
     }
 }
-
-/// Transitions of one state: sorted, disjoint `(lo, hi, target)` ranges.
-type Ranges = Vec<(u32, u32, u32)>;
 
 fn push_range(out: &mut Vec<(u32, u32, u32)>, lo: u32, hi: u32, target: u32) {
     if let Some(last) = out.last_mut() {

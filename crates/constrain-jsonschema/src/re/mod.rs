@@ -8,6 +8,7 @@ mod charset;
 pub(crate) mod dfa;
 pub(crate) mod ecma;
 mod length;
+mod minimize;
 mod trie;
 
 pub(crate) use charset::CharSet;
