@@ -77,6 +77,43 @@ pub(crate) struct Lexer {
     char_paths: Option<std::sync::Arc<[Box<[usize]>]>>,
     /// See `Automaton::set_deadline`.
     deadline: Option<Deadline>,
+    /// Reused by [`Lexer::signature`].
+    renumbering: Renumbering,
+}
+
+/// NFA state ids renumbered in discovery order, for [`Lexer::signature`]: a slot per NFA
+/// state, valid while its stamp is the current round's, so no map is hashed or cleared.
+#[derive(Debug, Default)]
+struct Renumbering {
+    number: Vec<u32>,
+    stamp: Vec<u32>,
+    round: u32,
+}
+
+impl Renumbering {
+    /// Forgets every number, for an NFA of `states` states.
+    fn start(&mut self, states: usize) {
+        if self.stamp.len() < states {
+            self.stamp.resize(states, 0);
+            self.number.resize(states, 0);
+        }
+        self.round = self.round.wrapping_add(1);
+        if self.round == 0 {
+            self.stamp.fill(0);
+            self.round = 1;
+        }
+    }
+
+    fn get(&self, state: u32) -> Option<u32> {
+        let i = state as usize;
+        (self.stamp[i] == self.round).then(|| self.number[i])
+    }
+
+    fn set(&mut self, state: u32, number: u32) {
+        let i = state as usize;
+        self.stamp[i] = self.round;
+        self.number[i] = number;
+    }
 }
 
 impl Lexer {
@@ -121,6 +158,7 @@ impl Lexer {
             string_radius: Vec::new(),
             char_paths: None,
             deadline: None,
+            renumbering: Renumbering::default(),
         };
         let dead = lexer
             .intern(Vec::new())
@@ -471,10 +509,16 @@ impl Lexer {
     /// every `"key": "..."` is its own lexer state, but they all share one signature. `None`
     /// when the reachable graph has more than [`MAX_SIGNATURE_STATES`] states, and in a head
     /// (see `terminal`).
-    pub(crate) fn signature(&self, state: LexId) -> Option<Box<[u32]>> {
+    pub(crate) fn signature(&mut self, state: LexId) -> Option<Box<[u32]>> {
+        let mut renumbering = std::mem::take(&mut self.renumbering);
+        let signature = self.signature_with(state, &mut renumbering);
+        self.renumbering = renumbering;
+        signature
+    }
+
+    fn signature_with(&self, state: LexId, local: &mut Renumbering) -> Option<Box<[u32]>> {
         let set = &self.states[state as usize];
         let mut out = Vec::new();
-        let mut local: FxHashMap<u32, u32> = FxHashMap::default();
         let mut queue: Vec<u32> = Vec::new();
         for group in set.chunk_by(|a, b| a.0 == b.0) {
             // A head's graph goes on into a rest that may not be compiled yet.
@@ -483,11 +527,11 @@ impl Lexer {
             }
             let (t, s) = group[0];
             let (nfa, _) = self.terminals.nfa_of(t, s);
-            local.clear();
+            local.start(nfa.states().len());
             queue.clear();
             for &(t, s) in group {
                 let (_, sid) = self.terminals.nfa_of(t, s);
-                local.insert(sid.as_u32(), queue.len() as u32);
+                local.set(sid.as_u32(), queue.len() as u32);
                 queue.push(sid.as_u32());
             }
             out.extend([u32::MAX, group.len() as u32]);
@@ -499,8 +543,9 @@ impl Lexer {
                 let sid = StateID::new_unchecked(queue[at] as usize);
                 at += 1;
                 let mut id = |next: StateID| -> u32 {
-                    let n = queue.len() as u32;
-                    *local.entry(next.as_u32()).or_insert_with(|| {
+                    local.get(next.as_u32()).unwrap_or_else(|| {
+                        let n = queue.len() as u32;
+                        local.set(next.as_u32(), n);
                         queue.push(next.as_u32());
                         n
                     })
