@@ -192,12 +192,11 @@ fn encode_class_uncached(set: &CharSet) -> Hir {
         escapes.push(byte_set(&shorts));
     }
     let bmp = set.intersect(&CharSet::from_ranges([(0, 0xFFFF)]));
-    let mut hex = Vec::new();
-    for &(lo, hi) in bmp.ranges() {
-        hex.push(hex_range(lo, hi));
-    }
-    if !hex.is_empty() {
-        escapes.push(Hir::concat(vec![Hir::literal(*b"u"), alternation(hex)]));
+    if !bmp.ranges().is_empty() {
+        escapes.push(Hir::concat(vec![
+            Hir::literal(*b"u"),
+            hex_set(bmp.ranges(), 4),
+        ]));
     }
     let astral = set.intersect(&CharSet::from_ranges([(0x10000, 0x10FFFF)]));
     let mut pairs = Vec::new();
@@ -238,6 +237,86 @@ fn hex_digit(lo: u32, hi: u32) -> Hir {
         ranges.push(ClassBytesRange::new(b'A' + a as u8, b'A' + b as u8));
     }
     Hir::class(Class::Bytes(ClassBytes::new(ranges)))
+}
+
+/// `width` hexadecimal digits whose value is in one of `ranges` (sorted, disjoint, below
+/// `16^width`), as a trie of digits: leading digits under which every value is in the set
+/// share one class, and so do leading digits under which the set is the same. A set with a
+/// few holes (every character but the next one of a key) then costs a few alternatives, not
+/// one pattern per range.
+fn hex_set(ranges: &[(u32, u32)], width: u32) -> Hir {
+    if width == 0 {
+        return Hir::empty();
+    }
+    let span = 1u32 << (4 * (width - 1));
+    // Per leading digit: the set below it, as ranges relative to the digit's block.
+    let mut below: Vec<Vec<(u32, u32)>> = vec![Vec::new(); 16];
+    for &(lo, hi) in ranges {
+        for digit in lo / span..=hi / span {
+            let start = digit * span;
+            let from = lo.max(start) - start;
+            let to = hi.min(start + span - 1) - start;
+            below[digit as usize].push((from, to));
+        }
+    }
+    // Leading digits grouped by the set below them (kept as the group's first digit), in
+    // order of their first digit.
+    let mut groups: Vec<(Vec<u32>, usize)> = Vec::new();
+    for (digit, rest) in below.iter().enumerate() {
+        if rest.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(_, first)| below[*first] == *rest) {
+            Some((digits, _)) => digits.push(digit as u32),
+            None => groups.push((vec![digit as u32], digit)),
+        }
+    }
+    let alts = groups
+        .into_iter()
+        .map(|(digits, first)| {
+            let rest = below[first].as_slice();
+            let first = hex_digits(&digits);
+            let full = rest == [(0, span - 1)];
+            let tail = if full {
+                Hir::repetition(Repetition {
+                    min: width - 1,
+                    max: Some(width - 1),
+                    greedy: true,
+                    sub: Box::new(hex_digit(0, 15)),
+                })
+            } else {
+                hex_set(rest, width - 1)
+            };
+            Hir::concat(vec![first, tail])
+        })
+        .collect();
+    alternation(alts)
+}
+
+/// One hexadecimal digit with one of the values `digits` (increasing), either case.
+fn hex_digits(digits: &[u32]) -> Hir {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for &d in digits {
+        match ranges.last_mut() {
+            Some(last) if last.1 + 1 == d => last.1 = d,
+            _ => ranges.push((d, d)),
+        }
+    }
+    let mut bytes = Vec::new();
+    for (lo, hi) in ranges {
+        if lo <= 9 {
+            bytes.push(ClassBytesRange::new(
+                b'0' + lo as u8,
+                b'0' + hi.min(9) as u8,
+            ));
+        }
+        if hi >= 10 {
+            let (a, b) = (lo.max(10) - 10, hi - 10);
+            bytes.push(ClassBytesRange::new(b'a' + a as u8, b'a' + b as u8));
+            bytes.push(ClassBytesRange::new(b'A' + a as u8, b'A' + b as u8));
+        }
+    }
+    Hir::class(Class::Bytes(ClassBytes::new(bytes)))
 }
 
 /// Four hexadecimal digits whose value is in `lo..=hi`.
@@ -355,6 +434,34 @@ mod tests {
             .build_from_hir(&hir)
             .expect("builds")
             .is_match(text)
+    }
+
+    #[test]
+    fn hex_sets_match_exactly_their_values_in_either_case() {
+        let sets: [&[(u32, u32)]; 5] = [
+            &[(0, 0x60), (0x62, 0xD7FF), (0xE000, 0xFFFF)],
+            &[(0, 0xFFFF)],
+            &[(0x41, 0x41)],
+            &[(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0xFFFD)],
+            &[(0x0100, 0x01FF), (0x0300, 0x03FF), (0xD800, 0xDBFF)],
+        ];
+        for ranges in sets {
+            let re = regex_automata::meta::Regex::builder()
+                .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+                .build_from_hir(&Hir::concat(vec![
+                    Hir::look(regex_syntax::hir::Look::Start),
+                    hex_set(ranges, 4),
+                    Hir::look(regex_syntax::hir::Look::End),
+                ]))
+                .expect("builds");
+            for v in 0..=0xFFFFu32 {
+                let inside = ranges.iter().any(|&(lo, hi)| lo <= v && v <= hi);
+                for text in [format!("{v:04x}"), format!("{v:04X}")] {
+                    assert_eq!(re.is_match(&text), inside, "{ranges:x?}: {text}");
+                }
+            }
+            assert!(!re.is_match("12345") && !re.is_match("123") && !re.is_match("12g4"));
+        }
     }
 
     #[test]
