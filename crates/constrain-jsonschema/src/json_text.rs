@@ -223,20 +223,7 @@ fn byte_set(bytes: &[u8]) -> Hir {
 
 /// One hexadecimal digit with a value in `lo..=hi`, either case.
 fn hex_digit(lo: u32, hi: u32) -> Hir {
-    let mut ranges = Vec::new();
-    if lo <= 9 {
-        ranges.push(ClassBytesRange::new(
-            b'0' + lo as u8,
-            b'0' + hi.min(9) as u8,
-        ));
-    }
-    if hi >= 10 {
-        let a = lo.max(10) - 10;
-        let b = hi - 10;
-        ranges.push(ClassBytesRange::new(b'a' + a as u8, b'a' + b as u8));
-        ranges.push(ClassBytesRange::new(b'A' + a as u8, b'A' + b as u8));
-    }
-    Hir::class(Class::Bytes(ClassBytes::new(ranges)))
+    hex_digits(&(lo..=hi).collect::<Vec<u32>>())
 }
 
 /// `width` hexadecimal digits whose value is in one of `ranges` (sorted, disjoint, below
@@ -319,60 +306,6 @@ fn hex_digits(digits: &[u32]) -> Hir {
     Hir::class(Class::Bytes(ClassBytes::new(bytes)))
 }
 
-/// Four hexadecimal digits whose value is in `lo..=hi`.
-fn hex_range(lo: u32, hi: u32) -> Hir {
-    digits_range(&hex4(lo), &hex4(hi))
-}
-
-fn hex4(v: u32) -> [u32; 4] {
-    [(v >> 12) & 15, (v >> 8) & 15, (v >> 4) & 15, v & 15]
-}
-
-/// Fixed-width hexadecimal strings between `lo` and `hi` (digit by digit, same width).
-fn digits_range(lo: &[u32], hi: &[u32]) -> Hir {
-    if lo.is_empty() {
-        return Hir::empty();
-    }
-    let rest = lo.len() - 1;
-    let any_rest = || {
-        Hir::repetition(Repetition {
-            min: rest as u32,
-            max: Some(rest as u32),
-            greedy: true,
-            sub: Box::new(hex_digit(0, 15)),
-        })
-    };
-    if lo[0] == hi[0] {
-        return Hir::concat(vec![
-            hex_digit(lo[0], lo[0]),
-            digits_range(&lo[1..], &hi[1..]),
-        ]);
-    }
-    let lo_full = lo[1..].iter().all(|&d| d == 0);
-    let hi_full = hi[1..].iter().all(|&d| d == 15);
-    let mut alts = Vec::new();
-    let mid_lo = if lo_full { lo[0] } else { lo[0] + 1 };
-    let mid_hi = if hi_full { hi[0] } else { hi[0] - 1 };
-    if !lo_full {
-        let top = vec![15; rest];
-        alts.push(Hir::concat(vec![
-            hex_digit(lo[0], lo[0]),
-            digits_range(&lo[1..], &top),
-        ]));
-    }
-    if mid_lo <= mid_hi {
-        alts.push(Hir::concat(vec![hex_digit(mid_lo, mid_hi), any_rest()]));
-    }
-    if !hi_full {
-        let bottom = vec![0; rest];
-        alts.push(Hir::concat(vec![
-            hex_digit(hi[0], hi[0]),
-            digits_range(&bottom, &hi[1..]),
-        ]));
-    }
-    alternation(alts)
-}
-
 /// `u` + high surrogate + `\u` + low surrogate, for the astral characters `lo..=hi`.
 fn surrogate_pairs(lo: u32, hi: u32, out: &mut Vec<Hir>) {
     let split = |c: u32| {
@@ -386,9 +319,9 @@ fn surrogate_pairs(lo: u32, hi: u32, out: &mut Vec<Hir>) {
     let mut pair = |h_lo: u32, h_hi: u32, l_lo: u32, l_hi: u32| {
         out.push(Hir::concat(vec![
             Hir::literal(*b"u"),
-            hex_range(h_lo, h_hi),
+            hex_set(&[(h_lo, h_hi)], 4),
             Hir::literal(*b"\\u"),
-            hex_range(l_lo, l_hi),
+            hex_set(&[(l_lo, l_hi)], 4),
         ]));
     };
     if h1 == h2 {

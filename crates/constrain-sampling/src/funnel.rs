@@ -89,10 +89,15 @@ pub struct Funnel {
 }
 
 /// How one call runs: over the whole vector, or over the tokens a sparse mask allows.
-enum Route {
+enum Route<'m> {
     Dense(ActiveStages),
-    /// The mask's allowed tokens (with how many there are), gathered before any other stage.
-    Sparse(ActiveStages, usize),
+    /// The mask's allowed tokens, gathered before any other stage.
+    Sparse {
+        active: ActiveStages,
+        mask: &'m [u32],
+        /// How many tokens the mask allows.
+        allowed: usize,
+    },
 }
 
 impl Funnel {
@@ -191,9 +196,11 @@ impl Funnel {
         rng: &mut Xoshiro256StarStar,
     ) -> Result<u32, SamplingError> {
         match self.route(logits, mask, history)? {
-            Route::Sparse(active, allowed) => {
-                self.run_sparse(logits, mask.unwrap_or_default(), allowed, &active)?
-            }
+            Route::Sparse {
+                active,
+                mask,
+                allowed,
+            } => self.run_sparse(logits, mask, allowed, &active)?,
             Route::Dense(active) => {
                 let mut buffer = std::mem::take(&mut self.dense);
                 buffer.clear();
@@ -308,9 +315,11 @@ impl Funnel {
         history: &History,
     ) -> Result<(), SamplingError> {
         match self.route(logits, mask, history)? {
-            Route::Sparse(active, allowed) => {
-                self.run_sparse(logits, mask.unwrap_or_default(), allowed, &active)
-            }
+            Route::Sparse {
+                active,
+                mask,
+                allowed,
+            } => self.run_sparse(logits, mask, allowed, &active),
             Route::Dense(active) => self.run_dense(logits, mask, &active),
         }
     }
@@ -320,12 +329,12 @@ impl Funnel {
     /// The sparse route needs the mask to come before every stage that is not a per-token
     /// function of the logit (cutoffs, the temperature, whose overflow guard reads the
     /// maximum): then restricting to the allowed tokens first changes nothing.
-    fn route(
+    fn route<'m>(
         &mut self,
         logits: &[f32],
-        mask: Option<&[u32]>,
+        mask: Option<&'m [u32]>,
         history: &History,
-    ) -> Result<Route, SamplingError> {
+    ) -> Result<Route<'m>, SamplingError> {
         let input_max = checked_max(logits)?;
         let mut active = self.prepare(mask.is_some(), history);
         active.run_top_k_before_temperature(self.config.temperature);
@@ -338,9 +347,15 @@ impl Funnel {
                 .iter()
                 .take_while(|&&stage| stage != Stage::GrammarMask)
                 .all(|stage| stage.reads_token_ids());
-            let allowed = count_allowed(mask, logits.len());
-            if mask_comes_first && allowed <= logits.len() / SPARSE_MASK_RATIO {
-                return Ok(Route::Sparse(active, allowed));
+            if mask_comes_first {
+                let allowed = count_allowed(mask, logits.len());
+                if allowed <= logits.len() / SPARSE_MASK_RATIO {
+                    return Ok(Route::Sparse {
+                        active,
+                        mask,
+                        allowed,
+                    });
+                }
             }
         }
         Ok(Route::Dense(active))
@@ -642,10 +657,14 @@ mod tests {
                     unreachable!("valid input")
                 };
                 let sparse = match route {
-                    Route::Sparse(active, allowed) => {
+                    Route::Sparse {
+                        active,
+                        mask,
+                        allowed,
+                    } => {
                         sparse_runs += 1;
                         funnel
-                            .run_sparse(&logits, &mask, allowed, &active)
+                            .run_sparse(&logits, mask, allowed, &active)
                             .map(|()| funnel.candidates.clone())
                     }
                     Route::Dense(_) => continue,
