@@ -34,13 +34,20 @@ const MAX_SIGNATURE_STATES: usize = 4096;
 /// states before settling for the depth reached.
 const MAX_STRING_EXPLORED: usize = 8;
 
-/// Where every string character leads from a lexer state (see [`Lexer::string_radius`]).
-enum AfterChar {
-    /// Some character kills or ends the lexeme on the way.
+/// What a radius counts: text bytes (see `text_run`) or whole string characters.
+#[derive(Clone, Copy)]
+enum Alphabet {
+    Text,
+    String,
+}
+
+/// Where every symbol of an [`Alphabet`] leads from a lexer state.
+enum AfterSymbol {
+    /// Some symbol kills or ends the lexeme on the way.
     Bad,
-    /// Every character leads to this state.
+    /// Every symbol leads to this state.
     Same(LexId),
-    /// Characters lead to different states.
+    /// Symbols lead to different states.
     Various,
 }
 
@@ -79,6 +86,8 @@ pub(crate) struct Lexer {
     deadline: Option<Deadline>,
     /// Reused by [`Lexer::signature`].
     renumbering: Renumbering,
+    /// Reused for the members of the next state.
+    scratch: Vec<(u32, u32)>,
 }
 
 /// NFA state ids renumbered in discovery order, for [`Lexer::signature`]: a slot per NFA
@@ -159,9 +168,10 @@ impl Lexer {
             char_paths: None,
             deadline: None,
             renumbering: Renumbering::default(),
+            scratch: Vec::new(),
         };
         let dead = lexer
-            .intern(Vec::new())
+            .intern(&mut Vec::new())
             .map_err(|_| GrammarError::LimitExceeded {
                 what: "lexer states",
                 limit: limits.max_lexer_states,
@@ -217,13 +227,15 @@ impl Lexer {
         if let Some(&id) = self.starts.get(terminals) {
             return Ok(id);
         }
-        let mut set = Vec::new();
-        let mut seen = FxHashSet::default();
+        let mut set = std::mem::take(&mut self.scratch);
+        set.clear();
         for &t in terminals {
-            self.terminals.start(t, &mut set, &mut seen)?;
+            self.terminals.start(t, &mut set)?;
         }
-        self.terminals.enter_rests(&mut set, &mut seen)?;
-        let id = self.intern(set)?;
+        self.terminals.enter_rests(&mut set)?;
+        let id = self.intern(&mut set);
+        self.scratch = set;
+        let id = id?;
         self.starts.insert(terminals.into(), id);
         Ok(id)
     }
@@ -240,14 +252,17 @@ impl Lexer {
             deadline.check_match()?;
         }
         let byte = self.class_rep[class];
-        let mut set = Vec::new();
-        let mut seen = FxHashSet::default();
+        let mut set = std::mem::take(&mut self.scratch);
+        set.clear();
         for &(t, s) in self.states[state as usize].iter() {
-            self.terminals
-                .step_and_close(t, s, byte, &mut set, &mut seen);
+            self.terminals.step_and_close(t, s, byte, &mut set);
         }
-        self.terminals.enter_rests(&mut set, &mut seen)?;
-        let id = self.intern(set)?;
+        let id = self
+            .terminals
+            .enter_rests(&mut set)
+            .and_then(|()| self.intern(&mut set));
+        self.scratch = set;
+        let id = id?;
         self.trans[slot] = id;
         Ok(id)
     }
@@ -262,15 +277,7 @@ impl Lexer {
             self.text_radius[state as usize] = Some(radius);
             return Ok(radius);
         }
-        let classes = std::mem::take(&mut self.text_classes);
-        let radius = text_radius(state, &classes, |s, class| {
-            let next = self.next(s, class)?;
-            Ok((next, self.stops_walk(next)))
-        });
-        self.text_classes = classes;
-        let radius = radius?;
-        self.text_radius[state as usize] = Some(radius);
-        Ok(radius)
+        self.chain_radius(state, Alphabet::Text)
     }
 
     /// The text radius of `state` read off the NFAs when one of its NFA states loops on every
@@ -321,53 +328,117 @@ impl Lexer {
     /// The string radius of `state`: like the text radius (see `text_run`), counted in whole
     /// string characters of any script (see `token_index::is_string_char`), every byte of
     /// which must keep the lexeme alive and not ended. A string body with `maxLength` has the
-    /// characters it has left, whatever their script. Exploring is costly where characters
-    /// lead to different states (the keys of an object), so it stops early there.
+    /// characters it has left, whatever their script.
     pub(crate) fn string_radius(&mut self, state: LexId) -> Result<u8, MatchError> {
         if let Some(known) = self.string_radius[state as usize] {
             return Ok(known);
         }
-        let paths = self.char_paths();
-        if paths.is_empty() {
+        if self.char_paths().is_empty() {
             self.string_radius[state as usize] = Some(0);
             return Ok(0);
         }
-        // Follow the states every character leads to alike (a string body counting its
-        // characters), then number them back from where that ends.
+        self.chain_radius(state, Alphabet::String)
+    }
+
+    /// The radius of `state` over `alphabet`, following the chain of states every symbol
+    /// leads to alike (a body counting what it has left) and numbering it back from where it
+    /// ends: one step per state for the whole chain, where exploring from each of its states
+    /// would cost one per state and depth. Where symbols lead apart (the keys of an object),
+    /// a little breadth-first exploration decides.
+    fn chain_radius(&mut self, state: LexId, alphabet: Alphabet) -> Result<u8, MatchError> {
         let mut chain = vec![state];
-        let end = loop {
+        let last = loop {
             let at = chain[chain.len() - 1];
-            if let Some(known) = self.string_radius[at as usize] {
-                chain.pop();
-                break known;
-            }
-            if chain.len() > MAX_RADIUS as usize {
-                // `state` survives the most asked for; the states after it are left to
-                // find theirs (a bound from this chain would be lower than their own).
-                self.string_radius[state as usize] = Some(MAX_RADIUS);
-                return Ok(MAX_RADIUS);
-            }
-            match self.after_any_char(at, &paths)? {
-                AfterChar::Bad => break 0,
-                AfterChar::Same(next) if chain.contains(&next) => break MAX_RADIUS,
-                AfterChar::Same(next) => chain.push(next),
-                AfterChar::Various => {
-                    // Characters lead apart (the keys of an object): explore a little.
-                    chain.pop();
-                    let alphabet: Vec<usize> = (0..paths.len()).collect();
-                    break radius_within(at, &alphabet, MAX_STRING_EXPLORED, |s, path| {
-                        self.after_char(s, &paths[path])
-                    })?;
+            match self.after_any_symbol(at, alphabet)? {
+                AfterSymbol::Bad => break 0,
+                AfterSymbol::Same(next) if chain.contains(&next) => break MAX_RADIUS,
+                AfterSymbol::Same(next) => {
+                    if let Some(known) = self.radius_cache(alphabet)[next as usize] {
+                        break known.saturating_add(1).min(MAX_RADIUS);
+                    }
+                    if chain.len() > MAX_RADIUS as usize {
+                        // `state` survives the most asked for; the states after it are left
+                        // to find theirs (a bound from this chain would be lower).
+                        self.radius_cache(alphabet)[state as usize] = Some(MAX_RADIUS);
+                        return Ok(MAX_RADIUS);
+                    }
+                    chain.push(next);
                 }
+                AfterSymbol::Various => break self.explored_radius(at, alphabet)?,
             }
         };
-        let mut radius = end;
+        let mut radius = last;
         for &at in chain.iter().rev() {
-            self.string_radius[at as usize] = Some(radius);
+            self.radius_cache(alphabet)[at as usize] = Some(radius);
             radius = radius.saturating_add(1).min(MAX_RADIUS);
         }
-        // The loop pops the state whose radius it found, so `state` is set by now.
-        Ok(self.string_radius[state as usize].unwrap_or(0))
+        Ok(self.radius_cache(alphabet)[state as usize].unwrap_or(0))
+    }
+
+    fn radius_cache(&mut self, alphabet: Alphabet) -> &mut Vec<Option<u8>> {
+        match alphabet {
+            Alphabet::Text => &mut self.text_radius,
+            Alphabet::String => &mut self.string_radius,
+        }
+    }
+
+    /// Where every symbol of `alphabet` leads from `state`.
+    fn after_any_symbol(
+        &mut self,
+        state: LexId,
+        alphabet: Alphabet,
+    ) -> Result<AfterSymbol, MatchError> {
+        let mut same = None;
+        match alphabet {
+            Alphabet::Text => {
+                for i in 0..self.text_classes.len() {
+                    let next = self.next(state, self.text_classes[i])?;
+                    if self.stops_walk(next) {
+                        return Ok(AfterSymbol::Bad);
+                    }
+                    if same.is_some_and(|s| s != next) {
+                        return Ok(AfterSymbol::Various);
+                    }
+                    same = Some(next);
+                }
+            }
+            Alphabet::String => {
+                let paths = self.char_paths();
+                for path in paths.iter() {
+                    let (next, bad) = self.after_char(state, path)?;
+                    if bad {
+                        return Ok(AfterSymbol::Bad);
+                    }
+                    if same.is_some_and(|s| s != next) {
+                        return Ok(AfterSymbol::Various);
+                    }
+                    same = Some(next);
+                }
+            }
+        }
+        Ok(same.map_or(AfterSymbol::Bad, AfterSymbol::Same))
+    }
+
+    /// The radius of `state` over `alphabet` by breadth-first exploration (see `text_run`).
+    fn explored_radius(&mut self, state: LexId, alphabet: Alphabet) -> Result<u8, MatchError> {
+        match alphabet {
+            Alphabet::Text => {
+                let classes = std::mem::take(&mut self.text_classes);
+                let radius = text_radius(state, &classes, |s, class| {
+                    let next = self.next(s, class)?;
+                    Ok((next, self.stops_walk(next)))
+                });
+                self.text_classes = classes;
+                radius
+            }
+            Alphabet::String => {
+                let paths = self.char_paths();
+                let symbols: Vec<usize> = (0..paths.len()).collect();
+                radius_within(state, &symbols, MAX_STRING_EXPLORED, |s, path| {
+                    self.after_char(s, &paths[path])
+                })
+            }
+        }
     }
 
     /// The state after the bytes of one character (as byte classes) and whether one of them
@@ -381,26 +452,6 @@ impl Lexer {
             }
         }
         Ok((at, false))
-    }
-
-    /// Where every string character leads from `state`.
-    fn after_any_char(
-        &mut self,
-        state: LexId,
-        paths: &[Box<[usize]>],
-    ) -> Result<AfterChar, MatchError> {
-        let mut same = None;
-        for path in paths {
-            let (next, bad) = self.after_char(state, path)?;
-            if bad {
-                return Ok(AfterChar::Bad);
-            }
-            if same.is_some_and(|s| s != next) {
-                return Ok(AfterChar::Various);
-            }
-            same = Some(next);
-        }
-        Ok(same.map_or(AfterChar::Bad, AfterChar::Same))
     }
 
     /// Every string character as a sequence of byte classes, one per class its bytes can be
@@ -465,9 +516,8 @@ impl Lexer {
             }
             for &b in &bytes {
                 found.clear();
-                self.terminals
-                    .step_and_close(t, s, b, &mut found, &mut seen);
-                work.extend_from_slice(&found);
+                self.terminals.step_and_close(t, s, b, &mut found);
+                work.extend(found.iter().filter(|&&member| seen.insert(member)));
             }
         }
         false
@@ -481,16 +531,12 @@ impl Lexer {
                 let mut states = vec![(t, s)];
                 for &class in path.iter() {
                     let mut next = Vec::new();
-                    let mut seen = FxHashSet::default();
                     for &(tt, ss) in &states {
-                        self.terminals.step_and_close(
-                            tt,
-                            ss,
-                            self.class_rep[class],
-                            &mut next,
-                            &mut seen,
-                        );
+                        self.terminals
+                            .step_and_close(tt, ss, self.class_rep[class], &mut next);
                     }
+                    next.sort_unstable();
+                    next.dedup();
                     if next.is_empty() {
                         return false;
                     }
@@ -591,8 +637,11 @@ impl Lexer {
         Some(out.into())
     }
 
-    fn intern(&mut self, mut set: Vec<(u32, u32)>) -> Result<LexId, MatchError> {
-        set.sort_unstable();
+    /// The state of the members in `set` (in any order, repeats allowed; left sorted).
+    fn intern(&mut self, set: &mut Vec<(u32, u32)>) -> Result<LexId, MatchError> {
+        // Mostly sorted runs already (members come in order, each step's closure sorted):
+        // the stable sort merges runs.
+        set.sort();
         set.dedup();
         if let Some(&id) = self.ids.get(set.as_slice()) {
             return Ok(id);
@@ -614,7 +663,7 @@ impl Lexer {
         self.text_radius.push(None);
         self.free_in_strings.push(None);
         self.string_radius.push(None);
-        let set: Box<[(u32, u32)]> = set.into();
+        let set: Box<[(u32, u32)]> = set.as_slice().into();
         self.ids.insert(set.clone(), id);
         self.states.push(set);
         self.accepts.push(accepts.into());
@@ -794,6 +843,45 @@ mod tests {
             }
         }
         assert!(checked >= 10, "only {checked} looping states checked");
+    }
+
+    #[test]
+    fn chain_radii_agree_with_exploring() {
+        let patterns = [
+            r#""[a-z ]{0,100}""#,
+            r#""[ -~]{2,20}""#,
+            r#"[a-z]{3,40}x"#,
+            r#"(?:ab){0,30}c"#,
+            r#""(?:[a-z]{0,5}|[0-9]{0,50})""#,
+        ];
+        let mut checked = 0;
+        for (t, pattern) in patterns.iter().enumerate() {
+            for depth in [0usize, 1, 2, 5, 17, 19, 39, 45, 70, 99, 100] {
+                let text: Vec<u8> = std::iter::once(b'"')
+                    .chain(std::iter::repeat_n(b'a', depth))
+                    .collect();
+                // From the start, after the quote, and after `depth` letters.
+                for prefix in [&text[..0], &text[..1], &text[..]] {
+                    let mut chained = lexer(&patterns);
+                    let state = read(&mut chained, t as u32, prefix);
+                    if chained.stops_walk(state) {
+                        continue;
+                    }
+                    // Ask a later state first too, so chains meet radii already known.
+                    let later = read(&mut chained, t as u32, &text[..text.len().min(3)]);
+                    if !chained.stops_walk(later) {
+                        chained.text_radius(later).expect("within limits");
+                    }
+                    let radius = chained.text_radius(state).expect("within limits");
+                    let mut fresh = lexer(&patterns);
+                    let state = read(&mut fresh, t as u32, prefix);
+                    let explored = explored_radius(&mut fresh, state);
+                    assert_eq!(radius, explored, "{pattern} after {prefix:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 60, "only {checked} states checked");
     }
 
     #[test]

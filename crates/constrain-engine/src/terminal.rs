@@ -219,27 +219,18 @@ impl Terminals {
     }
 
     /// Adds the members at the start of a lexeme of terminal `t`.
-    pub(crate) fn start(
-        &mut self,
-        t: u32,
-        out: &mut Vec<(u32, u32)>,
-        seen: &mut FxHashSet<(u32, u32)>,
-    ) -> Result<(), MatchError> {
+    pub(crate) fn start(&mut self, t: u32, out: &mut Vec<(u32, u32)>) -> Result<(), MatchError> {
         let split = self.pieces[head(t)].hir.is_some() || self.pieces[head(t)].built;
         let first = if split { head(t) } else { rest(t) };
         self.build(first)?;
         let start = self.pieces[first].nfa.start_anchored();
-        self.close(t, first, start, out, seen);
+        self.close(t, first, start, out);
         Ok(())
     }
 
     /// Replaces every head match in `set` by the start of its terminal's rest, compiling the
     /// rest when this is its first time.
-    pub(crate) fn enter_rests(
-        &mut self,
-        set: &mut Vec<(u32, u32)>,
-        seen: &mut FxHashSet<(u32, u32)>,
-    ) -> Result<(), MatchError> {
+    pub(crate) fn enter_rests(&mut self, set: &mut Vec<(u32, u32)>) -> Result<(), MatchError> {
         let mut i = 0;
         while i < set.len() {
             let (t, s) = set[i];
@@ -250,7 +241,7 @@ impl Terminals {
             set.swap_remove(i);
             self.build(rest(t))?;
             let start = self.pieces[rest(t)].nfa.start_anchored();
-            self.close(t, rest(t), start, set, seen);
+            self.close(t, rest(t), start, set);
         }
         Ok(())
     }
@@ -275,38 +266,20 @@ impl Terminals {
     }
 
     /// Adds the live byte-consuming and match states of piece `p` of `t` reachable from
-    /// `start` by ε-moves, as members.
-    pub(crate) fn close(
-        &self,
-        t: u32,
-        p: usize,
-        start: StateID,
-        out: &mut Vec<(u32, u32)>,
-        seen: &mut FxHashSet<(u32, u32)>,
-    ) {
+    /// `start` by ε-moves, as members. Members already in `out` may be added again: sets are
+    /// sorted and deduplicated once, when interned, which is cheaper than a lookup per member.
+    pub(crate) fn close(&self, t: u32, p: usize, start: StateID, out: &mut Vec<(u32, u32)>) {
         let piece = &self.pieces[p];
         let offset = if p == rest(t) { self.head_len(t) } else { 0 };
         let closure =
             piece.closures[start.as_usize()].get_or_init(|| epsilon_closure(piece, start));
-        for &sid in closure.iter() {
-            let member = (t, offset + sid);
-            if seen.insert(member) {
-                out.push(member);
-            }
-        }
+        out.extend(closure.iter().map(|&sid| (t, offset + sid)));
     }
 
-    /// The members reached from member `s` of `t` by `byte`.
-    pub(crate) fn step_and_close(
-        &self,
-        t: u32,
-        s: u32,
-        byte: u8,
-        out: &mut Vec<(u32, u32)>,
-        seen: &mut FxHashSet<(u32, u32)>,
-    ) {
+    /// Adds the members reached from member `s` of `t` by `byte` (see [`Self::close`]).
+    pub(crate) fn step_and_close(&self, t: u32, s: u32, byte: u8, out: &mut Vec<(u32, u32)>) {
         if let Some((p, next)) = self.step(t, s, byte) {
-            self.close(t, p, next, out, seen);
+            self.close(t, p, next, out);
         }
     }
 
@@ -319,11 +292,9 @@ impl Terminals {
             return known == 2;
         }
         let mut out = Vec::new();
-        let mut seen = FxHashSet::default();
         let loops = bytes.iter().all(|&b| {
             out.clear();
-            seen.clear();
-            self.step_and_close(t, s, b, &mut out, &mut seen);
+            self.step_and_close(t, s, b, &mut out);
             out.contains(&(t, s))
         });
         self.pieces[p].text_loops[sid.as_usize()] = if loops { 2 } else { 1 };
@@ -389,6 +360,8 @@ fn epsilon_closure(piece: &Piece, start: StateID) -> Box<[u32]> {
             State::Fail => {}
         }
     }
+    // Sorted, a step from one member adds a sorted run, which the lexer's sort then merges.
+    found.sort_unstable();
     found.into()
 }
 
@@ -645,15 +618,19 @@ mod tests {
 
     /// The members of every terminal after reading `text` from its start.
     fn read(terminals: &mut Terminals, t: u32, text: &[u8]) -> Vec<(u32, u32)> {
-        let (mut set, mut seen) = (Vec::new(), FxHashSet::default());
-        terminals.start(t, &mut set, &mut seen).expect("builds");
-        terminals.enter_rests(&mut set, &mut seen).expect("builds");
+        let mut set = Vec::new();
+        terminals.start(t, &mut set).expect("builds");
+        terminals.enter_rests(&mut set).expect("builds");
+        set.sort_unstable();
+        set.dedup();
         for &b in text {
-            let (mut next, mut seen) = (Vec::new(), FxHashSet::default());
+            let mut next = Vec::new();
             for &(t, s) in &set {
-                terminals.step_and_close(t, s, b, &mut next, &mut seen);
+                terminals.step_and_close(t, s, b, &mut next);
             }
-            terminals.enter_rests(&mut next, &mut seen).expect("builds");
+            terminals.enter_rests(&mut next).expect("builds");
+            next.sort_unstable();
+            next.dedup();
             set = next;
         }
         set
