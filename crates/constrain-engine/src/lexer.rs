@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{GrammarError, MatchError};
 use crate::limits::{Deadline, Limits};
 use crate::terminal::Terminals;
-use crate::text_run::{radius_within, text_radius, MAX_RADIUS};
+use crate::text_run::{radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS};
 use crate::token_index::is_text_byte;
 
 /// Index of a lexer state.
@@ -420,25 +420,42 @@ impl Lexer {
     }
 
     /// The radius of `state` over `alphabet` by breadth-first exploration (see `text_run`).
+    /// An exploration that closes (every state reachable survives forever) gives each state
+    /// it saw the full radius: a walk goes on into those states and would explore again.
     fn explored_radius(&mut self, state: LexId, alphabet: Alphabet) -> Result<u8, MatchError> {
-        match alphabet {
+        let mut closed = Vec::new();
+        let radius = match alphabet {
             Alphabet::Text => {
                 let classes = std::mem::take(&mut self.text_classes);
-                let radius = text_radius(state, &classes, |s, class| {
-                    let next = self.next(s, class)?;
-                    Ok((next, self.stops_walk(next)))
-                });
+                let radius = radius_within(
+                    state,
+                    &classes,
+                    MAX_TEXT_EXPLORED,
+                    |s, class| {
+                        let next = self.next(s, class)?;
+                        Ok((next, self.stops_walk(next)))
+                    },
+                    &mut closed,
+                );
                 self.text_classes = classes;
-                radius
+                radius?
             }
             Alphabet::String => {
                 let paths = self.char_paths();
                 let symbols: Vec<usize> = (0..paths.len()).collect();
-                radius_within(state, &symbols, MAX_STRING_EXPLORED, |s, path| {
-                    self.after_char(s, &paths[path])
-                })
+                radius_within(
+                    state,
+                    &symbols,
+                    MAX_STRING_EXPLORED,
+                    |s, path| self.after_char(s, &paths[path]),
+                    &mut closed,
+                )?
             }
+        };
+        for s in closed {
+            self.radius_cache(alphabet)[s as usize] = Some(MAX_RADIUS);
         }
+        Ok(radius)
     }
 
     /// The state after the bytes of one character (as byte classes) and whether one of them
@@ -801,11 +818,12 @@ mod tests {
     /// The radius the generic exploration of lexer states finds.
     fn explored_radius(lexer: &mut Lexer, state: LexId) -> u8 {
         let classes = lexer.text_classes().to_vec();
-        text_radius(state, &classes, |s, class| {
+        let step = |s, class| {
             let next = lexer.next(s, class)?;
             Ok((next, next == LEX_DEAD || !lexer.accepts(next).is_empty()))
-        })
-        .expect("within limits")
+        };
+        radius_within(state, &classes, MAX_TEXT_EXPLORED, step, &mut Vec::new())
+            .expect("within limits")
     }
 
     #[test]
@@ -853,6 +871,8 @@ mod tests {
             r#"[a-z]{3,40}x"#,
             r#"(?:ab){0,30}c"#,
             r#""(?:[a-z]{0,5}|[0-9]{0,50})""#,
+            // Letters and other text lead to different states, all surviving forever.
+            r#""(?:[a-z][ -~]|[ -`{-~][ -~]){0,1000}""#,
         ];
         let mut checked = 0;
         for (t, pattern) in patterns.iter().enumerate() {

@@ -17,27 +17,21 @@ use crate::error::MatchError;
 pub(crate) const MAX_RADIUS: u8 = 64;
 
 /// States explored for one radius before settling for the depth reached so far.
-const MAX_EXPLORED: usize = 80;
+pub(crate) const MAX_EXPLORED: usize = 80;
 
-/// The text radius of `start`, exploring breadth first: layer `k` holds the states reached by
-/// `k` text bytes. `step(state, class)` returns the next state and whether it is bad. The
-/// search stops early, with the full radius, once a layer brings no state not seen before
-/// (every longer string then only visits states already found good).
-pub(crate) fn text_radius<S: Copy + Eq + Hash>(
-    start: S,
-    text_classes: &[usize],
-    step: impl FnMut(S, usize) -> Result<(S, bool), MatchError>,
-) -> Result<u8, MatchError> {
-    radius_within(start, text_classes, MAX_EXPLORED, step)
-}
-
-/// [`text_radius`] over any alphabet, exploring at most `max_explored` states before settling
-/// for the depth reached so far.
+/// The radius of `start` over an alphabet of classes, exploring breadth first: layer `k`
+/// holds the states reached by `k` symbols. `step(state, class)` returns the next state and
+/// whether it is bad. The search stops early, with the full radius, once a layer brings no
+/// state not seen before (every longer string then only visits states already found good),
+/// and after at most `max_explored` states, with the depth reached so far. When it ends
+/// because nothing new was found, `closed` receives every state seen: all of them have the
+/// full radius too (what they reach is among them, and good), so a caller can remember it.
 pub(crate) fn radius_within<S: Copy + Eq + Hash>(
     start: S,
     text_classes: &[usize],
     max_explored: usize,
     mut step: impl FnMut(S, usize) -> Result<(S, bool), MatchError>,
+    closed: &mut Vec<S>,
 ) -> Result<u8, MatchError> {
     let mut seen: FxHashSet<S> = FxHashSet::default();
     seen.insert(start);
@@ -59,6 +53,7 @@ pub(crate) fn radius_within<S: Copy + Eq + Hash>(
             }
         }
         if !fresh {
+            closed.extend(seen);
             return Ok(MAX_RADIUS);
         }
         if seen.len() > max_explored {
@@ -72,6 +67,14 @@ pub(crate) fn radius_within<S: Copy + Eq + Hash>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn text_radius(
+        start: u32,
+        classes: &[usize],
+        step: impl FnMut(u32, usize) -> Result<(u32, bool), MatchError>,
+    ) -> Result<u8, MatchError> {
+        radius_within(start, classes, MAX_EXPLORED, step, &mut Vec::new())
+    }
 
     /// States 0..=n of a counter over one class; state n + 1 is bad.
     fn counter(n: u32) -> impl FnMut(u32, usize) -> Result<(u32, bool), MatchError> {
@@ -96,5 +99,28 @@ mod tests {
         let step = |s: u32, c: usize| Ok((1 - s, s == 1 && c == 1));
         assert_eq!(text_radius(0, &[0, 1], step), Ok(1));
         assert_eq!(text_radius(1, &[0, 1], step), Ok(0));
+    }
+
+    #[test]
+    fn a_closed_search_hands_back_every_state_it_saw() {
+        // 0 -> 1 -> 2 -> 0 on class 0, 1 -> 3 on class 1, 3 loops: all good.
+        let step = |s: u32, c: usize| {
+            let next = match (s, c) {
+                (1, 1) | (3, _) => 3,
+                _ => (s + 1) % 3,
+            };
+            Ok((next, false))
+        };
+        let mut closed = Vec::new();
+        assert_eq!(
+            radius_within(0, &[0, 1], 80, step, &mut closed),
+            Ok(MAX_RADIUS)
+        );
+        closed.sort_unstable();
+        assert_eq!(closed, [0, 1, 2, 3]);
+        // Cut short by the exploration bound: nothing is handed back.
+        let mut closed = Vec::new();
+        assert_eq!(radius_within(0, &[0], 2, counter(1000), &mut closed), Ok(2));
+        assert!(closed.is_empty());
     }
 }
