@@ -28,6 +28,8 @@ pub struct CompiledGrammar {
 struct Lazy {
     automaton: Automaton,
     lexeme_masks: FxHashMap<LexId, Arc<LexemeMask>>,
+    /// The same masks by lexer state identity (see `Lexer::identity`).
+    lexeme_masks_by_identity: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
     lexeme_mask_bytes: usize,
     boundaries: BoundaryCache,
 }
@@ -80,6 +82,7 @@ impl CompiledGrammar {
             lazy: Mutex::new(Lazy {
                 automaton,
                 lexeme_masks: FxHashMap::default(),
+                lexeme_masks_by_identity: FxHashMap::default(),
                 lexeme_mask_bytes: 0,
                 boundaries: BoundaryCache::default(),
             }),
@@ -181,30 +184,48 @@ impl CompiledGrammar {
         Ok(mask)
     }
 
-    /// The lexeme walk from `lex`: from this grammar's cache, from another grammar's through the
-    /// token index (by signature), or computed now.
+    /// The lexeme walk from `lex`: from this grammar's cache (by lexer state, then by its
+    /// identity), from another grammar's through the token index (by signature), or computed
+    /// now.
     fn lexeme_mask(&self, lazy: &mut Lazy, lex: LexId) -> Result<Arc<LexemeMask>, MatchError> {
         if let Some(m) = lazy.lexeme_masks.get(&lex) {
             return Ok(m.clone());
         }
-        let signature = lazy.automaton.lexer.signature(lex);
-        let shared = signature
-            .as_deref()
-            .and_then(|sig| self.index.shared_lexeme_mask(sig));
-        let m = match shared {
+        let identity = lazy.automaton.lexer.identity(lex);
+        let known = identity
+            .as_ref()
+            .and_then(|id| lazy.lexeme_masks_by_identity.get(id))
+            .cloned();
+        let m = match known {
             Some(m) => m,
             None => {
-                let m = Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?);
-                if let Some(sig) = signature {
-                    self.index.share_lexeme_mask(sig, m.clone());
+                let signature = lazy.automaton.lexer.signature(lex);
+                let shared = signature
+                    .as_deref()
+                    .and_then(|sig| self.index.shared_lexeme_mask(sig));
+                let m = match shared {
+                    Some(m) => m,
+                    None => {
+                        let m = Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?);
+                        if let Some(sig) = signature {
+                            self.index.share_lexeme_mask(sig, m.clone());
+                        }
+                        m
+                    }
+                };
+                lazy.lexeme_mask_bytes += m.bytes();
+                if let Some(id) = identity {
+                    lazy.lexeme_mask_bytes += id.len() * 4;
+                    lazy.lexeme_masks_by_identity.insert(id, m.clone());
                 }
                 m
             }
         };
-        lazy.lexeme_mask_bytes += m.inside.len() * 4;
+        lazy.lexeme_mask_bytes += 16;
         if lazy.lexeme_mask_bytes > self.masks.read().budget / 2 {
             lazy.lexeme_masks.clear();
-            lazy.lexeme_mask_bytes = m.inside.len() * 4;
+            lazy.lexeme_masks_by_identity.clear();
+            lazy.lexeme_mask_bytes = m.bytes();
         }
         lazy.lexeme_masks.insert(lex, m.clone());
         Ok(m)

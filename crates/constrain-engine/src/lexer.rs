@@ -655,6 +655,29 @@ impl Lexer {
     }
 
     /// The state of the members in `set` (in any order, repeats allowed; left sorted).
+    /// What lexer state `state` can still read, named by the compiled NFAs and their states:
+    /// terminals whose rests share one expression (members of different objects ending in
+    /// the same value) give equal identities, so their lexeme walks agree (see
+    /// `mask::lexeme_mask`). Unlike [`Self::signature`], it holds within this lexer only, and
+    /// it costs one step per member however large the NFAs are. `None` in a head.
+    pub(crate) fn identity(&self, state: LexId) -> Option<Box<[u32]>> {
+        let set = &self.states[state as usize];
+        let mut groups: Vec<Vec<u32>> = Vec::new();
+        for group in set.chunk_by(|a, b| a.0 == b.0) {
+            let mut states = vec![0, group.len() as u32];
+            for &(t, s) in group {
+                let (nfa, sid) = self.terminals.compiled_state(t, s)?;
+                states[0] = nfa;
+                states.push(sid);
+            }
+            groups.push(states);
+        }
+        // The same NFA states in two terminals read as one.
+        groups.sort_unstable();
+        groups.dedup();
+        Some(groups.concat().into())
+    }
+
     fn intern(&mut self, set: &mut Vec<(u32, u32)>) -> Result<LexId, MatchError> {
         // Mostly sorted runs already (members come in order, each step's closure sorted):
         // the stable sort merges runs.

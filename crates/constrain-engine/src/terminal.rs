@@ -40,6 +40,8 @@ struct Piece {
     hir: Option<Hir>,
     built: bool,
     nfa: NFA,
+    /// The piece whose compilation made `nfa` (pieces with equal expressions share it).
+    nfa_id: u32,
     /// Per NFA state: can it still reach a match?
     live: Vec<bool>,
     /// Per NFA state: the fewest text bytes after which it can match (capped at `u8::MAX`;
@@ -59,6 +61,7 @@ impl Piece {
             hir,
             built: false,
             nfa: NFA::never_match(),
+            nfa_id: 0,
             live: Vec::new(),
             text_distance: Box::default(),
             text_loops: Vec::new(),
@@ -152,6 +155,13 @@ impl Terminals {
         }
     }
 
+    /// Which compiled NFA member `s` of `t` is in (equal for terminals whose pieces share an
+    /// expression), and its state there; `None` in a head, whose future is not compiled yet.
+    pub(crate) fn compiled_state(&self, t: u32, s: u32) -> Option<(u32, u32)> {
+        let head_len = self.head_len(t);
+        (s >= head_len).then(|| (self.pieces[rest(t)].nfa_id, s - head_len))
+    }
+
     /// Whether member `s` of terminal `t` is a state of its head.
     pub(crate) fn in_head(&self, t: u32, s: u32) -> bool {
         s < self.head_len(t)
@@ -174,7 +184,8 @@ impl Terminals {
         if let Some(q) = twin {
             // NFAs are shared handles; the analyses are redone lazily.
             let (nfa, live) = (self.pieces[q].nfa.clone(), self.pieces[q].live.clone());
-            self.install(p, nfa, live);
+            let nfa_id = self.pieces[q].nfa_id;
+            self.install(p, nfa, nfa_id, live);
             return Ok(());
         }
         let nfa = self.compiler.build_from_hir(&hir).map_err(|e| {
@@ -203,15 +214,17 @@ impl Terminals {
             "the byte classes separate every pair of bytes the NFA of {hir} separates"
         );
         let live = live_states(&nfa);
-        self.install(p, nfa, live);
+        self.install(p, nfa, p as u32, live);
         self.compiled.entry(key).or_default().push((hir, p));
         Ok(())
     }
 
-    /// Makes `nfa` (whose live states are `live`) the compiled form of piece `p`.
-    fn install(&mut self, p: usize, nfa: NFA, live: Vec<bool>) {
+    /// Makes `nfa` (compiled for piece `nfa_id`, whose live states are `live`) the compiled
+    /// form of piece `p`.
+    fn install(&mut self, p: usize, nfa: NFA, nfa_id: u32, live: Vec<bool>) {
         let piece = &mut self.pieces[p];
         piece.built = true;
+        piece.nfa_id = nfa_id;
         piece.live = live;
         piece.text_loops = vec![0; nfa.states().len()];
         piece.closures = (0..nfa.states().len()).map(|_| OnceCell::new()).collect();
