@@ -71,7 +71,10 @@ pub(crate) fn lexeme_mask(
         }
         let node = nodes[i];
         let chars = index.string_tokens(i);
-        if chars < u8::MAX && node.subtree_end as usize - i >= MIN_STRING_SUBTREE {
+        // Worth asking for the radius at a large subtree; once known, used at any.
+        if chars < u8::MAX
+            && (string_radius.is_some() || node.subtree_end as usize - i >= MIN_STRING_SUBTREE)
+        {
             let radius = match string_radius {
                 Some(radius) => radius,
                 None => *string_radius.insert(auto.lexer.string_radius(lex)?),
