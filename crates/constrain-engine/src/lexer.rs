@@ -16,7 +16,7 @@ use crate::error::{GrammarError, MatchError};
 use crate::limits::{Deadline, Limits};
 use crate::terminal::Terminals;
 use crate::text_run::{radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS};
-use crate::token_index::is_text_byte;
+use crate::token_index::{alphabet_of, BYTE_ALPHABETS, TEXT};
 
 /// Index of a lexer state.
 pub(crate) type LexId = u32;
@@ -34,10 +34,11 @@ const MAX_SIGNATURE_STATES: usize = 4096;
 /// states before settling for the depth reached.
 const MAX_STRING_EXPLORED: usize = 8;
 
-/// What a radius counts: text bytes (see `text_run`) or whole string characters.
+/// What a radius counts: the bytes of one byte alphabet (see `token_index::alphabet_of`), or
+/// whole string characters.
 #[derive(Clone, Copy)]
 enum Alphabet {
-    Text,
+    Bytes(usize),
     String,
 }
 
@@ -71,10 +72,10 @@ pub(crate) struct Lexer {
     trans: Vec<u32>,
     starts: FxHashMap<Box<[u32]>, LexId>,
     max_states: usize,
-    /// The classes of the text bytes (see `token_index::is_text_byte`).
-    text_classes: Vec<usize>,
-    /// Per state: its text radius (`None` until asked).
-    text_radius: Vec<Option<u8>>,
+    /// Per byte alphabet: the classes of its bytes.
+    alphabet_classes: [Vec<usize>; BYTE_ALPHABETS],
+    /// Per state and byte alphabet: its radius (`None` until asked).
+    byte_radius: Vec<[Option<u8>; BYTE_ALPHABETS]>,
     /// Per state: whether it is free in strings (`None` until asked).
     free_in_strings: Vec<Option<bool>>,
     /// Per state: its string radius (`None` until asked).
@@ -145,11 +146,15 @@ impl Lexer {
             mark_byte_boundaries(hir, &mut boundary, &mut spelled);
         }
         let (byte_class, class_rep) = byte_classes(&boundary);
-        let mut text_classes: Vec<usize> = (0..=255u8)
-            .filter(|&b| is_text_byte(b))
-            .map(|b| byte_class[b as usize] as usize)
-            .collect();
-        text_classes.dedup();
+        let alphabet_classes = std::array::from_fn(|a| {
+            let mut classes: Vec<usize> = (0..=255u8)
+                .filter(|&b| usize::from(alphabet_of(b)) <= a)
+                .map(|b| byte_class[b as usize] as usize)
+                .collect();
+            classes.sort_unstable();
+            classes.dedup();
+            classes
+        });
         let mut lexer = Lexer {
             terminals: Terminals::new(terminals, limits, byte_class),
             byte_class,
@@ -161,8 +166,8 @@ impl Lexer {
             trans: Vec::new(),
             starts: FxHashMap::default(),
             max_states: limits.max_lexer_states,
-            text_classes,
-            text_radius: Vec::new(),
+            alphabet_classes,
+            byte_radius: Vec::new(),
             free_in_strings: Vec::new(),
             string_radius: Vec::new(),
             char_paths: None,
@@ -187,7 +192,7 @@ impl Lexer {
 
     /// The classes of the text bytes.
     pub(crate) fn text_classes(&self) -> &[usize] {
-        &self.text_classes
+        &self.alphabet_classes[TEXT]
     }
 
     /// Number of byte equivalence classes.
@@ -267,17 +272,20 @@ impl Lexer {
         Ok(id)
     }
 
-    /// The text radius of `state` (see `text_run`): bad states are dead or accepting (where a
-    /// lexeme walk stops).
-    pub(crate) fn text_radius(&mut self, state: LexId) -> Result<u8, MatchError> {
-        if let Some(known) = self.text_radius[state as usize] {
+    /// The radius of `state` over byte alphabet `alphabet` (see `text_run` and
+    /// `token_index::alphabet_of`): bad states are dead or accepting (where a lexeme walk
+    /// stops).
+    pub(crate) fn radius(&mut self, state: LexId, alphabet: usize) -> Result<u8, MatchError> {
+        if let Some(known) = self.byte_radius[state as usize][alphabet] {
             return Ok(known);
         }
-        if let Some(radius) = self.looping_radius(state) {
-            self.text_radius[state as usize] = Some(radius);
-            return Ok(radius);
+        if alphabet == TEXT {
+            if let Some(radius) = self.looping_radius(state) {
+                self.byte_radius[state as usize][TEXT] = Some(radius);
+                return Ok(radius);
+            }
         }
-        self.chain_radius(state, Alphabet::Text)
+        self.chain_radius(state, Alphabet::Bytes(alphabet))
     }
 
     /// The text radius of `state` read off the NFAs when one of its NFA states loops on every
@@ -286,8 +294,7 @@ impl Lexer {
     /// can match (per NFA state, computed once per terminal, so many keys in one set cost
     /// little). `None` without such a loop.
     fn looping_radius(&mut self, state: LexId) -> Option<u8> {
-        let bytes: Vec<u8> = self
-            .text_classes
+        let bytes: Vec<u8> = self.alphabet_classes[TEXT]
             .iter()
             .map(|&c| self.class_rep[c])
             .collect();
@@ -353,13 +360,13 @@ impl Lexer {
                 AfterSymbol::Bad => break 0,
                 AfterSymbol::Same(next) if chain.contains(&next) => break MAX_RADIUS,
                 AfterSymbol::Same(next) => {
-                    if let Some(known) = self.radius_cache(alphabet)[next as usize] {
+                    if let Some(known) = *self.cached_radius(next, alphabet) {
                         break known.saturating_add(1).min(MAX_RADIUS);
                     }
                     if chain.len() > MAX_RADIUS as usize {
                         // `state` survives the most asked for; the states after it are left
                         // to find theirs (a bound from this chain would be lower).
-                        self.radius_cache(alphabet)[state as usize] = Some(MAX_RADIUS);
+                        *self.cached_radius(state, alphabet) = Some(MAX_RADIUS);
                         return Ok(MAX_RADIUS);
                     }
                     chain.push(next);
@@ -369,16 +376,16 @@ impl Lexer {
         };
         let mut radius = last;
         for &at in chain.iter().rev() {
-            self.radius_cache(alphabet)[at as usize] = Some(radius);
+            *self.cached_radius(at, alphabet) = Some(radius);
             radius = radius.saturating_add(1).min(MAX_RADIUS);
         }
-        Ok(self.radius_cache(alphabet)[state as usize].unwrap_or(0))
+        Ok(self.cached_radius(state, alphabet).unwrap_or(0))
     }
 
-    fn radius_cache(&mut self, alphabet: Alphabet) -> &mut Vec<Option<u8>> {
+    fn cached_radius(&mut self, state: LexId, alphabet: Alphabet) -> &mut Option<u8> {
         match alphabet {
-            Alphabet::Text => &mut self.text_radius,
-            Alphabet::String => &mut self.string_radius,
+            Alphabet::Bytes(a) => &mut self.byte_radius[state as usize][a],
+            Alphabet::String => &mut self.string_radius[state as usize],
         }
     }
 
@@ -390,9 +397,9 @@ impl Lexer {
     ) -> Result<AfterSymbol, MatchError> {
         let mut same = None;
         match alphabet {
-            Alphabet::Text => {
-                for i in 0..self.text_classes.len() {
-                    let next = self.next(state, self.text_classes[i])?;
+            Alphabet::Bytes(a) => {
+                for i in 0..self.alphabet_classes[a].len() {
+                    let next = self.next(state, self.alphabet_classes[a][i])?;
                     if self.stops_walk(next) {
                         return Ok(AfterSymbol::Bad);
                     }
@@ -425,8 +432,8 @@ impl Lexer {
     fn explored_radius(&mut self, state: LexId, alphabet: Alphabet) -> Result<u8, MatchError> {
         let mut closed = Vec::new();
         let radius = match alphabet {
-            Alphabet::Text => {
-                let classes = std::mem::take(&mut self.text_classes);
+            Alphabet::Bytes(a) => {
+                let classes = std::mem::take(&mut self.alphabet_classes[a]);
                 let radius = radius_within(
                     state,
                     &classes,
@@ -437,7 +444,7 @@ impl Lexer {
                     },
                     &mut closed,
                 );
-                self.text_classes = classes;
+                self.alphabet_classes[a] = classes;
                 radius?
             }
             Alphabet::String => {
@@ -453,7 +460,7 @@ impl Lexer {
             }
         };
         for s in closed {
-            self.radius_cache(alphabet)[s as usize] = Some(MAX_RADIUS);
+            *self.cached_radius(s, alphabet) = Some(MAX_RADIUS);
         }
         Ok(radius)
     }
@@ -700,7 +707,7 @@ impl Lexer {
             .collect();
         accepts.dedup();
         self.extends.push(accepts.len() < set.len());
-        self.text_radius.push(None);
+        self.byte_radius.push([None; BYTE_ALPHABETS]);
         self.free_in_strings.push(None);
         self.string_radius.push(None);
         let set: Box<[(u32, u32)]> = set.as_slice().into();
@@ -913,9 +920,9 @@ mod tests {
                     // Ask a later state first too, so chains meet radii already known.
                     let later = read(&mut chained, t as u32, &text[..text.len().min(3)]);
                     if !chained.stops_walk(later) {
-                        chained.text_radius(later).expect("within limits");
+                        chained.radius(later, TEXT).expect("within limits");
                     }
-                    let radius = chained.text_radius(state).expect("within limits");
+                    let radius = chained.radius(state, TEXT).expect("within limits");
                     let mut fresh = lexer(&patterns);
                     let state = read(&mut fresh, t as u32, prefix);
                     let explored = explored_radius(&mut fresh, state);

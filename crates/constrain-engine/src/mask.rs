@@ -96,8 +96,10 @@ pub(crate) fn lexeme_mask(
         }
         if auto.lexer.accepts(next).is_empty()
             && index.has_children(i)
-            && ((index.text_below(i) && index.subtree_height(i) <= auto.lexer.text_radius(next)?)
-                || (index.string_below(i) && auto.lexer.free_in_strings(next)))
+            && (match index.alphabet_below(i) {
+                Some(alphabet) => index.subtree_height(i) <= auto.lexer.radius(next, alphabet)?,
+                None => false,
+            } || (index.string_below(i) && auto.lexer.free_in_strings(next)))
         {
             // Every token below keeps the lexeme alive, and none can end it: inside.
             set_bits(&mut inside, index.subtree_tokens(i));

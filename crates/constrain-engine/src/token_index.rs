@@ -30,8 +30,9 @@ pub struct TokenIndex {
     tokens: Vec<u32>,
     eos: Vec<u32>,
     mask_words: usize,
-    /// Per node: whether every byte below it is a [`is_text_byte`].
-    text_below: Vec<bool>,
+    /// Per node: the narrowest byte alphabet (see [`alphabet_of`]) holding every byte below
+    /// it, [`NO_ALPHABET`] when none does.
+    alphabet_below: Vec<u8>,
     /// Per node: the depth of its subtree below it (0 for a leaf), capped at 255.
     height: Vec<u8>,
     /// Per node: whether every token below it continues with whole string characters only
@@ -126,26 +127,16 @@ impl TokenIndex {
         }
         nodes[0].subtree_end = nodes.len() as u32;
         let mask_words = vocab.logits_width().div_ceil(32);
-        // The first node at or after each index whose byte is not text (the root counts as text).
-        let mut next_other = vec![nodes.len(); nodes.len() + 1];
-        for i in (1..nodes.len()).rev() {
-            next_other[i] = if is_text_byte(nodes[i].byte) {
-                next_other[i + 1]
-            } else {
-                i
-            };
-        }
-        let text_below = (0..nodes.len())
-            .map(|i| next_other[i + 1] >= nodes[i].subtree_end as usize)
-            .collect();
-        let height = subtree_heights(&nodes);
+        let parents = parents(&nodes);
+        let height = subtree_heights(&nodes, &parents);
+        let alphabet_below = alphabets_below(&nodes, &parents);
         Arc::new(TokenIndex {
             vocab,
             nodes,
             tokens,
             eos,
             mask_words,
-            text_below,
+            alphabet_below,
             height,
             string_below,
             string_tokens,
@@ -237,7 +228,15 @@ impl TokenIndex {
 
     /// Whether every byte below `node` is a text byte (see [`is_text_byte`]).
     pub(crate) fn text_below(&self, node: usize) -> bool {
-        self.text_below[node]
+        self.alphabet_below[node] != NO_ALPHABET
+    }
+
+    /// The narrowest byte alphabet holding every byte below `node` (see [`alphabet_of`]),
+    /// if one does: a state that survives that alphabet as deep as the subtree goes allows
+    /// all of it.
+    pub(crate) fn alphabet_below(&self, node: usize) -> Option<usize> {
+        let alphabet = self.alphabet_below[node];
+        (alphabet != NO_ALPHABET).then_some(alphabet as usize)
     }
 
     /// Whether every token below `node` continues with whole [`is_string_char`] characters.
@@ -287,8 +286,8 @@ fn string_characters_from(bytes: &[u8], from: &mut Vec<Option<u8>>) {
     }
 }
 
-/// Per node of a depth-first trie: how deep its subtree goes below it (capped at 255).
-fn subtree_heights(nodes: &[Node]) -> Vec<u8> {
+/// Per node of a depth-first trie: its parent (the root's is itself).
+fn parents(nodes: &[Node]) -> Vec<u32> {
     let mut parent = vec![0u32; nodes.len()];
     // Open ancestors: (node, end of its subtree).
     let mut open: Vec<(usize, usize)> = vec![(0, nodes.len())];
@@ -299,6 +298,22 @@ fn subtree_heights(nodes: &[Node]) -> Vec<u8> {
         parent[i] = open.last().map_or(0, |&(p, _)| p as u32);
         open.push((i, node.subtree_end as usize));
     }
+    parent
+}
+
+/// Per node of a depth-first trie: the narrowest byte alphabet holding every byte below it.
+fn alphabets_below(nodes: &[Node], parent: &[u32]) -> Vec<u8> {
+    // Alphabets are nested, so the narrowest holding several bytes is the widest of theirs.
+    let mut below = vec![0u8; nodes.len()];
+    for i in (1..nodes.len()).rev() {
+        let p = parent[i] as usize;
+        below[p] = below[p].max(alphabet_of(nodes[i].byte)).max(below[i]);
+    }
+    below
+}
+
+/// Per node of a depth-first trie: how deep its subtree goes below it (capped at 255).
+fn subtree_heights(nodes: &[Node], parent: &[u32]) -> Vec<u8> {
     let mut height = vec![0u8; nodes.len()];
     for i in (1..nodes.len()).rev() {
         let p = parent[i] as usize;
@@ -312,6 +327,30 @@ fn subtree_heights(nodes: &[Node]) -> Vec<u8> {
 /// subtree of such bytes at once (see `mask.rs`).
 pub(crate) fn is_text_byte(b: u8) -> bool {
     (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\'
+}
+
+/// How many byte alphabets the walks know (see [`alphabet_of`]).
+pub(crate) const BYTE_ALPHABETS: usize = 4;
+
+/// The widest byte alphabet: the text bytes.
+pub(crate) const TEXT: usize = BYTE_ALPHABETS - 1;
+
+/// Above every alphabet: the byte is in none.
+const NO_ALPHABET: u8 = u8::MAX;
+
+/// The narrowest of the byte alphabets holding `b` ([`NO_ALPHABET`] when none does). Each
+/// holds the one before: ASCII letters and digits; those and `-`, `_`, `.` (identifiers, host
+/// names, URI schemes); text bytes but the space (the characters of a `\S+` pattern); every
+/// text byte (see [`is_text_byte`]). A walk takes a subtree at once from a state that survives
+/// the narrowest alphabet holding every byte below it, however the state does on other bytes.
+pub(crate) fn alphabet_of(b: u8) -> u8 {
+    match b {
+        b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' => 0,
+        b'-' | b'_' | b'.' => 1,
+        b' ' => 3,
+        _ if is_text_byte(b) => 2,
+        _ => NO_ALPHABET,
+    }
 }
 
 /// Sets the bits of `tokens` in `mask`.
@@ -330,6 +369,18 @@ mod tests {
         let mut out = Vec::new();
         string_characters_from(bytes, &mut out);
         out.iter().map(Option::is_some).collect()
+    }
+
+    #[test]
+    fn alphabets_nest_and_hold_only_text() {
+        for b in 0..=255u8 {
+            let a = alphabet_of(b);
+            assert_eq!(a != NO_ALPHABET, is_text_byte(b), "byte {b}");
+        }
+        assert_eq!(alphabet_of(b'q'), 0);
+        assert_eq!(alphabet_of(b'_'), 1);
+        assert_eq!(alphabet_of(b'/'), 2);
+        assert_eq!(alphabet_of(b' '), TEXT as u8);
     }
 
     #[test]

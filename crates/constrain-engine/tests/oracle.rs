@@ -109,6 +109,7 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
             )
             .unwrap(),
         ),
+        ("shared values", shared_values_grammar()),
         (
             "counted strings",
             Grammar::from_regex(r#""[^"\\\x00-\x1F]{0,9}"( "[^"\\\x00-\x1F]{2,30}"| [0-9]{1,3})?"#)

@@ -239,6 +239,35 @@ pub fn record_grammar() -> Grammar {
     b.build(root).expect("the record grammar builds")
 }
 
+/// Members whose values repeat (long counted strings, which compile in two pieces and share
+/// one NFA, so their lexeme walks are shared) and values that only some text keeps alive:
+/// identifiers, and text without spaces.
+pub fn shared_values_grammar() -> Grammar {
+    let long = re(r#""[^"\\\x00-\x1F]{0,300}""#);
+    let ident = re(r#""[A-Za-z0-9_.-]{1,40}""#);
+    let word = re(r#""[^ "\\\x00-\x1F]{1,50}""#);
+    let member =
+        |key: &str, value: &Expr| Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()]);
+    let record = Expr::seq(vec![
+        lit("{"),
+        member("name", &long),
+        lit(", "),
+        member("city", &long),
+        lit(", "),
+        member("id", &ident),
+        lit(", "),
+        member("code", &ident),
+        lit(", "),
+        member("tag", &word),
+        Expr::seq(vec![lit(", "), member("note", &long)]).repeat(0, Some(1)),
+        lit("}"),
+    ]);
+    let mut b = GrammarBuilder::new();
+    let root = b.rule_id("root");
+    b.define(root, record).expect("defines the root");
+    b.build(root).expect("the grammar builds")
+}
+
 /// The record of [`record_grammar`] with its members in any order (`name` and `city`
 /// required), and any number of `"x": number` members among them.
 pub fn unordered_record_grammar() -> Grammar {
