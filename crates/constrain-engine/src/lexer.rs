@@ -34,6 +34,16 @@ const MAX_SIGNATURE_STATES: usize = 4096;
 /// states before settling for the depth reached.
 const MAX_STRING_EXPLORED: usize = 8;
 
+/// The last transition [`Lexer::next_alike`] built: from which state, to which, and where each
+/// member stepped.
+#[derive(Default)]
+struct StepMemo {
+    last: Option<(LexId, LexId)>,
+    last_targets: Vec<u32>,
+    /// Scratch for the targets of the class at hand.
+    targets: Vec<u32>,
+}
+
 /// What a radius counts: the bytes of one byte alphabet (see `token_index::alphabet_of`), or
 /// whole string characters.
 #[derive(Clone, Copy)]
@@ -288,6 +298,37 @@ impl Lexer {
         self.chain_radius(state, Alphabet::Bytes(alphabet))
     }
 
+    /// [`Self::next`], reusing the state the last computed class of `memo` led to when every
+    /// member of `state` steps alike on `class` (as most classes in a row do in a string
+    /// body): one step per member instead of building and interning the set again.
+    fn next_alike(
+        &mut self,
+        state: LexId,
+        class: usize,
+        memo: &mut StepMemo,
+    ) -> Result<LexId, MatchError> {
+        let known = self.trans[state as usize * self.class_rep.len() + class];
+        if known != UNKNOWN {
+            return Ok(known);
+        }
+        let byte = self.class_rep[class];
+        memo.targets.clear();
+        memo.targets.extend(
+            self.states[state as usize]
+                .iter()
+                .map(|&(t, s)| self.terminals.step_target(t, s, byte)),
+        );
+        if memo.last.is_some_and(|(from, _)| from == state) && memo.targets == memo.last_targets {
+            let next = memo.last.map_or(LEX_DEAD, |(_, next)| next);
+            self.trans[state as usize * self.class_rep.len() + class] = next;
+            return Ok(next);
+        }
+        let next = self.next(state, class)?;
+        std::mem::swap(&mut memo.targets, &mut memo.last_targets);
+        memo.last = Some((state, next));
+        Ok(next)
+    }
+
     /// The text radius of `state` read off the NFAs when one of its NFA states loops on every
     /// text byte (a string body, free text): the lexeme then never dies on text, and the
     /// radius is one less than the fewest text bytes after which some NFA state of the set
@@ -398,8 +439,9 @@ impl Lexer {
         let mut same = None;
         match alphabet {
             Alphabet::Bytes(a) => {
+                let mut memo = StepMemo::default();
                 for i in 0..self.alphabet_classes[a].len() {
-                    let next = self.next(state, self.alphabet_classes[a][i])?;
+                    let next = self.next_alike(state, self.alphabet_classes[a][i], &mut memo)?;
                     if self.stops_walk(next) {
                         return Ok(AfterSymbol::Bad);
                     }
@@ -411,8 +453,9 @@ impl Lexer {
             }
             Alphabet::String => {
                 let paths = self.char_paths();
+                let mut memo = StepMemo::default();
                 for path in paths.iter() {
-                    let (next, bad) = self.after_char(state, path)?;
+                    let (next, bad) = self.after_char(state, path, &mut memo)?;
                     if bad {
                         return Ok(AfterSymbol::Bad);
                     }
@@ -434,12 +477,13 @@ impl Lexer {
         let radius = match alphabet {
             Alphabet::Bytes(a) => {
                 let classes = std::mem::take(&mut self.alphabet_classes[a]);
+                let mut memo = StepMemo::default();
                 let radius = radius_within(
                     state,
                     &classes,
                     MAX_TEXT_EXPLORED,
                     |s, class| {
-                        let next = self.next(s, class)?;
+                        let next = self.next_alike(s, class, &mut memo)?;
                         Ok((next, self.stops_walk(next)))
                     },
                     &mut closed,
@@ -450,11 +494,12 @@ impl Lexer {
             Alphabet::String => {
                 let paths = self.char_paths();
                 let symbols: Vec<usize> = (0..paths.len()).collect();
+                let mut memo = StepMemo::default();
                 radius_within(
                     state,
                     &symbols,
                     MAX_STRING_EXPLORED,
-                    |s, path| self.after_char(s, &paths[path]),
+                    |s, path| self.after_char(s, &paths[path], &mut memo),
                     &mut closed,
                 )?
             }
@@ -467,10 +512,15 @@ impl Lexer {
 
     /// The state after the bytes of one character (as byte classes) and whether one of them
     /// ended or killed the lexeme.
-    fn after_char(&mut self, state: LexId, classes: &[usize]) -> Result<(LexId, bool), MatchError> {
+    fn after_char(
+        &mut self,
+        state: LexId,
+        classes: &[usize],
+        memo: &mut StepMemo,
+    ) -> Result<(LexId, bool), MatchError> {
         let mut at = state;
         for &class in classes {
-            at = self.next(at, class)?;
+            at = self.next_alike(at, class, memo)?;
             if self.stops_walk(at) {
                 return Ok((at, true));
             }

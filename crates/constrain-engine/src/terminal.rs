@@ -272,6 +272,14 @@ impl Terminals {
         Some((p, next))
     }
 
+    /// Where member `s` of `t` goes on `byte`, as a number: equal for two bytes exactly when
+    /// the member steps alike on both (0 when it dies).
+    #[inline]
+    pub(crate) fn step_target(&self, t: u32, s: u32, byte: u8) -> u32 {
+        self.step(t, s, byte)
+            .map_or(0, |(_, next)| next.as_u32() + 1)
+    }
+
     /// Whether member `s` of `t` is a match state (of its head too: see the module notes).
     pub(crate) fn is_match(&self, t: u32, s: u32) -> bool {
         let (p, sid) = self.locate(t, s);
