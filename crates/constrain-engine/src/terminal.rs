@@ -560,8 +560,29 @@ fn predecessors(nfa: &NFA) -> (Vec<Vec<(u32, Edge)>>, Vec<u32>) {
     (preds, matches)
 }
 
-/// NFA states from which a match state is reachable (reverse reachability from matches).
+/// NFA states from which a match state is reachable.
 fn live_states(nfa: &NFA) -> Vec<bool> {
+    // Thompson's construction leads every state to the end of its piece: only a `Fail` state
+    // (an empty class or alternation) leaves states that cannot reach a match.
+    let fails = |state: &State| match state {
+        State::Fail => true,
+        State::Union { alternates } => alternates.is_empty(),
+        _ => false,
+    };
+    if !nfa.states().iter().any(fails) {
+        let all = vec![true; nfa.states().len()];
+        debug_assert_eq!(
+            all,
+            reverse_reachable(nfa),
+            "an NFA without failure is all live"
+        );
+        return all;
+    }
+    reverse_reachable(nfa)
+}
+
+/// [`live_states`] by reverse reachability from the match states.
+fn reverse_reachable(nfa: &NFA) -> Vec<bool> {
     let (preds, mut stack) = predecessors(nfa);
     let mut live = vec![false; preds.len()];
     while let Some(s) = stack.pop() {
