@@ -244,6 +244,7 @@ impl Lexer {
         }
         let mut set = std::mem::take(&mut self.scratch);
         set.clear();
+        self.terminals.new_set();
         for &t in terminals {
             self.terminals.start(t, &mut set)?;
         }
@@ -269,6 +270,7 @@ impl Lexer {
         let byte = self.class_rep[class];
         let mut set = std::mem::take(&mut self.scratch);
         set.clear();
+        self.terminals.new_set();
         for &(t, s) in self.states[state as usize].iter() {
             self.terminals.step_and_close(t, s, byte, &mut set);
         }
@@ -364,11 +366,11 @@ impl Lexer {
             return known;
         }
         let paths = self.char_paths();
-        let set = &self.states[state as usize];
+        let set = self.states[state as usize].clone();
         let free = set
             .iter()
             .any(|&(t, s)| self.loops_on_string_chars(t, s, &paths))
-            && !self.match_reachable_in_strings(set);
+            && !self.match_reachable_in_strings(&set);
         self.free_in_strings[state as usize] = Some(free);
         free
     }
@@ -573,7 +575,7 @@ impl Lexer {
 
     /// Whether a match state is reachable from `set` through bytes of string characters
     /// (any byte from 0x80 on: more paths than UTF-8 allows, which only errs towards "yes").
-    fn match_reachable_in_strings(&self, set: &[(u32, u32)]) -> bool {
+    fn match_reachable_in_strings(&mut self, set: &[(u32, u32)]) -> bool {
         // One byte of every class that holds a byte of a string character.
         let string_byte = |b: u8| b >= b' ' && b != b'"' && b != b'\\';
         let mut bytes: Vec<u8> = (0..=255u8).filter(|&b| string_byte(b)).collect();
@@ -590,6 +592,7 @@ impl Lexer {
             }
             for &b in &bytes {
                 found.clear();
+                self.terminals.new_set();
                 self.terminals.step_and_close(t, s, b, &mut found);
                 work.extend(found.iter().filter(|&&member| seen.insert(member)));
             }
@@ -599,18 +602,17 @@ impl Lexer {
 
     /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
     /// (`paths`, from [`Self::char_paths`]; none means too many to check, so no).
-    fn loops_on_string_chars(&self, t: u32, s: u32, paths: &[Box<[usize]>]) -> bool {
+    fn loops_on_string_chars(&mut self, t: u32, s: u32, paths: &[Box<[usize]>]) -> bool {
         !paths.is_empty()
             && paths.iter().all(|path| {
                 let mut states = vec![(t, s)];
                 for &class in path.iter() {
                     let mut next = Vec::new();
+                    self.terminals.new_set();
                     for &(tt, ss) in &states {
                         self.terminals
                             .step_and_close(tt, ss, self.class_rep[class], &mut next);
                     }
-                    next.sort_unstable();
-                    next.dedup();
                     if next.is_empty() {
                         return false;
                     }

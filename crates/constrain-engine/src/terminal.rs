@@ -87,6 +87,10 @@ pub(crate) struct Terminals {
     /// The expressions compiled so far, by [`fingerprint`], with their piece: members of
     /// several objects often end in the same value, whose NFA is then compiled once.
     compiled: FxHashMap<u64, Vec<(Hir, usize)>>,
+    /// Per piece and NFA state: the round of the set it was last added to (see
+    /// [`Terminals::new_set`]).
+    stamps: Vec<Vec<u32>>,
+    round: u32,
 }
 
 /// The piece of terminal `t`'s head.
@@ -125,6 +129,19 @@ impl Terminals {
             byte_class,
             deadline: None,
             compiled: FxHashMap::default(),
+            stamps: Vec::new(),
+            round: 0,
+        }
+    }
+
+    /// Starts a new set of members: until the next call, [`Self::close`] adds each member
+    /// once, however many steps reach it (the states of a counted string reach the same NFA
+    /// states from many members).
+    pub(crate) fn new_set(&mut self) {
+        self.round = self.round.wrapping_add(1);
+        if self.round == 0 {
+            self.stamps.iter_mut().for_each(|stamps| stamps.fill(0));
+            self.round = 1;
         }
     }
 
@@ -228,6 +245,10 @@ impl Terminals {
         piece.live = live;
         piece.text_loops = vec![0; nfa.states().len()];
         piece.closures = (0..nfa.states().len()).map(|_| OnceCell::new()).collect();
+        if self.stamps.len() <= p {
+            self.stamps.resize_with(p + 1, Vec::new);
+        }
+        self.stamps[p] = vec![0; nfa.states().len()];
         piece.nfa = nfa;
     }
 
@@ -287,18 +308,24 @@ impl Terminals {
     }
 
     /// Adds the live byte-consuming and match states of piece `p` of `t` reachable from
-    /// `start` by ε-moves, as members. Members already in `out` may be added again: sets are
-    /// sorted and deduplicated once, when interned, which is cheaper than a lookup per member.
-    pub(crate) fn close(&self, t: u32, p: usize, start: StateID, out: &mut Vec<(u32, u32)>) {
-        let piece = &self.pieces[p];
+    /// `start` by ε-moves, as members: those not added since [`Self::new_set`].
+    pub(crate) fn close(&mut self, t: u32, p: usize, start: StateID, out: &mut Vec<(u32, u32)>) {
         let offset = if p == rest(t) { self.head_len(t) } else { 0 };
+        let piece = &self.pieces[p];
         let closure =
             piece.closures[start.as_usize()].get_or_init(|| epsilon_closure(piece, start));
-        out.extend(closure.iter().map(|&sid| (t, offset + sid)));
+        let stamps = &mut self.stamps[p];
+        for &sid in closure.iter() {
+            let stamp = &mut stamps[sid as usize];
+            if *stamp != self.round {
+                *stamp = self.round;
+                out.push((t, offset + sid));
+            }
+        }
     }
 
     /// Adds the members reached from member `s` of `t` by `byte` (see [`Self::close`]).
-    pub(crate) fn step_and_close(&self, t: u32, s: u32, byte: u8, out: &mut Vec<(u32, u32)>) {
+    pub(crate) fn step_and_close(&mut self, t: u32, s: u32, byte: u8, out: &mut Vec<(u32, u32)>) {
         if let Some((p, next)) = self.step(t, s, byte) {
             self.close(t, p, next, out);
         }
@@ -315,6 +342,7 @@ impl Terminals {
         let mut out = Vec::new();
         let loops = bytes.iter().all(|&b| {
             out.clear();
+            self.new_set();
             self.step_and_close(t, s, b, &mut out);
             out.contains(&(t, s))
         });
@@ -661,12 +689,14 @@ mod tests {
     /// The members of every terminal after reading `text` from its start.
     fn read(terminals: &mut Terminals, t: u32, text: &[u8]) -> Vec<(u32, u32)> {
         let mut set = Vec::new();
+        terminals.new_set();
         terminals.start(t, &mut set).expect("builds");
         terminals.enter_rests(&mut set).expect("builds");
         set.sort_unstable();
         set.dedup();
         for &b in text {
             let mut next = Vec::new();
+            terminals.new_set();
             for &(t, s) in &set {
                 terminals.step_and_close(t, s, b, &mut next);
             }
