@@ -158,7 +158,7 @@ impl Automaton {
                 if self.lexer.extends(lex) {
                     next.scans.push((row, lex));
                 }
-                if !self.lexer.accepts(lex).is_empty() {
+                if self.lexer.can_end(lex) {
                     ended.push((row, lex));
                 }
             }

@@ -75,6 +75,9 @@ pub(crate) struct Lexer {
     class_rep: Vec<u8>,
     states: Vec<Box<[(u32, u32)]>>,
     accepts: Vec<Box<[u32]>>,
+    /// Per state: whether a lexeme may end there (`accepts` is not empty), kept apart for the
+    /// walks, which ask at every trie node.
+    can_end: Vec<bool>,
     /// Whether any byte can extend the lexeme (some NFA state is not a match state).
     extends: Vec<bool>,
     ids: FxHashMap<Box<[(u32, u32)]>, LexId>,
@@ -171,6 +174,7 @@ impl Lexer {
             class_rep,
             states: Vec::new(),
             accepts: Vec::new(),
+            can_end: Vec::new(),
             extends: Vec::new(),
             ids: FxHashMap::default(),
             trans: Vec::new(),
@@ -229,7 +233,13 @@ impl Lexer {
 
     /// Whether a lexeme walk stops at `state`: the lexeme is dead there, or may end.
     fn stops_walk(&self, state: LexId) -> bool {
-        state == LEX_DEAD || !self.accepts[state as usize].is_empty()
+        state == LEX_DEAD || self.can_end[state as usize]
+    }
+
+    /// Whether a lexeme may end in `state`.
+    #[inline]
+    pub(crate) fn can_end(&self, state: LexId) -> bool {
+        self.can_end[state as usize]
     }
 
     /// Whether a lexeme in `state` can still grow.
@@ -765,6 +775,7 @@ impl Lexer {
         let set: Box<[(u32, u32)]> = set.as_slice().into();
         self.ids.insert(set.clone(), id);
         self.states.push(set);
+        self.can_end.push(!accepts.is_empty());
         self.accepts.push(accepts.into());
         self.trans
             .extend(std::iter::repeat_n(UNKNOWN, self.class_rep.len()));

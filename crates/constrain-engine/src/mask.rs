@@ -94,7 +94,7 @@ pub(crate) fn lexeme_mask(
             i = node.subtree_end as usize;
             continue;
         }
-        if auto.lexer.accepts(next).is_empty()
+        if !auto.lexer.can_end(next)
             && index.has_children(i)
             && (match index.alphabet_below(i) {
                 Some(alphabet) => index.subtree_height(i) <= auto.lexer.radius(next, alphabet)?,
@@ -107,7 +107,7 @@ pub(crate) fn lexeme_mask(
             continue;
         }
         set_bits(&mut inside, index.tokens_of(i));
-        if !auto.lexer.accepts(next).is_empty() {
+        if auto.lexer.can_end(next) {
             if index.has_children(i) {
                 let mut bytes = path.clone();
                 bytes.push(node.byte);
