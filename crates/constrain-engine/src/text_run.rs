@@ -20,7 +20,7 @@ pub(crate) const MAX_RADIUS: u8 = 64;
 pub(crate) const MAX_EXPLORED: usize = 80;
 
 /// The radius of `start` over an alphabet of classes, exploring breadth first: layer `k`
-/// holds the states reached by `k` symbols. `step(state, class)` returns the next state and
+/// holds the states first reached by `k` symbols. `step(state, class)` returns the next state and
 /// whether it is bad. The search stops early, with the full radius, once a layer brings no
 /// state not seen before (every longer string then only visits states already found good),
 /// and after at most `max_explored` states, with the depth reached so far. When it ends
@@ -39,20 +39,20 @@ pub(crate) fn radius_within<S: Copy + Eq + Hash>(
     let mut next_layer = Vec::new();
     for depth in 0..MAX_RADIUS {
         next_layer.clear();
-        let mut fresh = false;
         for &state in &layer {
             for &class in text_classes {
                 let (next, bad) = step(state, class)?;
                 if bad {
                     return Ok(depth);
                 }
-                if !next_layer.contains(&next) {
+                // A state seen before had every successor checked when it was first reached
+                // (at its least depth): only new states go on to the next layer.
+                if seen.insert(next) {
                     next_layer.push(next);
                 }
-                fresh |= seen.insert(next);
             }
         }
-        if !fresh {
+        if next_layer.is_empty() {
             closed.extend(seen);
             return Ok(MAX_RADIUS);
         }
