@@ -319,7 +319,8 @@ impl Lexer {
         class: usize,
         memo: &mut StepMemo,
     ) -> Result<LexId, MatchError> {
-        let known = self.trans[state as usize * self.class_rep.len() + class];
+        let slot = state as usize * self.class_rep.len() + class;
+        let known = self.trans[slot];
         if known != UNKNOWN {
             return Ok(known);
         }
@@ -332,7 +333,7 @@ impl Lexer {
         );
         if memo.last.is_some_and(|(from, _)| from == state) && memo.targets == memo.last_targets {
             let next = memo.last.map_or(LEX_DEAD, |(_, next)| next);
-            self.trans[state as usize * self.class_rep.len() + class] = next;
+            self.trans[slot] = next;
             return Ok(next);
         }
         let next = self.next(state, class)?;

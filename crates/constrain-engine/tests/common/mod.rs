@@ -222,8 +222,6 @@ pub fn tool_grammar(tool_token: u32) -> Grammar {
 pub fn record_grammar() -> Grammar {
     let string = re(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#);
     let number = re(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?");
-    let member =
-        |key: &str, value: &Expr| Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()]);
     let record = Expr::seq(vec![
         lit("{"),
         member("name", &string),
@@ -233,10 +231,7 @@ pub fn record_grammar() -> Grammar {
         Expr::seq(vec![lit(", "), member("note", &string)]).repeat(0, Some(1)),
         lit("}"),
     ]);
-    let mut b = GrammarBuilder::new();
-    let root = b.rule_id("root");
-    b.define(root, record).expect("defines the root");
-    b.build(root).expect("the record grammar builds")
+    single_rule(record)
 }
 
 /// Members whose values repeat (long counted strings, which compile in two pieces and share
@@ -246,8 +241,6 @@ pub fn shared_values_grammar() -> Grammar {
     let long = re(r#""[^"\\\x00-\x1F]{0,300}""#);
     let ident = re(r#""[A-Za-z0-9_.-]{1,40}""#);
     let word = re(r#""[^ "\\\x00-\x1F]{1,50}""#);
-    let member =
-        |key: &str, value: &Expr| Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()]);
     let record = Expr::seq(vec![
         lit("{"),
         member("name", &long),
@@ -262,9 +255,19 @@ pub fn shared_values_grammar() -> Grammar {
         Expr::seq(vec![lit(", "), member("note", &long)]).repeat(0, Some(1)),
         lit("}"),
     ]);
+    single_rule(record)
+}
+
+/// `"key": value`.
+fn member(key: &str, value: &Expr) -> Expr {
+    Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()])
+}
+
+/// The grammar whose only rule is `body`.
+fn single_rule(body: Expr) -> Grammar {
     let mut b = GrammarBuilder::new();
     let root = b.rule_id("root");
-    b.define(root, record).expect("defines the root");
+    b.define(root, body).expect("defines the root");
     b.build(root).expect("the grammar builds")
 }
 
@@ -274,7 +277,7 @@ pub fn unordered_record_grammar() -> Grammar {
     let string = re(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#);
     let number = re(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?");
     let member = |key: &str, value: &Expr, required: bool| UnorderedMember {
-        expr: Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()]),
+        expr: member(key, value),
         required,
     };
     let body = Expr::unordered(Unordered {
@@ -288,9 +291,5 @@ pub fn unordered_record_grammar() -> Grammar {
         separator: lit(", "),
         allow_empty: false,
     });
-    let mut b = GrammarBuilder::new();
-    let root = b.rule_id("root");
-    b.define(root, Expr::seq(vec![lit("{"), body, lit("}")]))
-        .expect("defines the root");
-    b.build(root).expect("the unordered record grammar builds")
+    single_rule(Expr::seq(vec![lit("{"), body, lit("}")]))
 }
