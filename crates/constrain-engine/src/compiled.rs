@@ -199,20 +199,7 @@ impl CompiledGrammar {
         let m = match known {
             Some(m) => m,
             None => {
-                let signature = lazy.automaton.lexer.signature(lex);
-                let shared = signature
-                    .as_deref()
-                    .and_then(|sig| self.index.shared_lexeme_mask(sig));
-                let m = match shared {
-                    Some(m) => m,
-                    None => {
-                        let m = Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?);
-                        if let Some(sig) = signature {
-                            self.index.share_lexeme_mask(sig, m.clone());
-                        }
-                        m
-                    }
-                };
+                let m = self.shared_or_walked(lazy, lex)?;
                 lazy.lexeme_mask_bytes += m.bytes();
                 if let Some(id) = identity {
                     lazy.lexeme_mask_bytes += id.len() * 4;
@@ -228,6 +215,23 @@ impl CompiledGrammar {
             lazy.lexeme_mask_bytes = m.bytes();
         }
         lazy.lexeme_masks.insert(lex, m.clone());
+        Ok(m)
+    }
+
+    /// The lexeme walk from `lex` another grammar shared through the token index (by
+    /// signature), or computed now and shared.
+    fn shared_or_walked(&self, lazy: &mut Lazy, lex: LexId) -> Result<Arc<LexemeMask>, MatchError> {
+        let signature = lazy.automaton.lexer.signature(lex);
+        if let Some(m) = signature
+            .as_deref()
+            .and_then(|sig| self.index.shared_lexeme_mask(sig))
+        {
+            return Ok(m);
+        }
+        let m = Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?);
+        if let Some(sig) = signature {
+            self.index.share_lexeme_mask(sig, m.clone());
+        }
         Ok(m)
     }
 
