@@ -56,11 +56,13 @@ struct Piece {
 }
 
 impl Piece {
-    fn new(hir: Option<Hir>) -> Piece {
+    /// A piece not compiled yet; `never` is a shared NFA that matches nothing (building one
+    /// per piece cost more than the rest of setting up the terminals).
+    fn new(hir: Option<Hir>, never: &NFA) -> Piece {
         Piece {
             hir,
             built: false,
-            nfa: NFA::never_match(),
+            nfa: never.clone(),
             nfa_id: 0,
             live: Vec::new(),
             text_distance: Box::default(),
@@ -108,10 +110,11 @@ impl Terminals {
     /// separate every pair of bytes any terminal does.
     pub(crate) fn new(hirs: Vec<Hir>, limits: &Limits, byte_class: [u8; 256]) -> Terminals {
         let mut pieces = Vec::with_capacity(2 * hirs.len());
+        let never = NFA::never_match();
         for hir in hirs {
             let (head, rest) = split(hir);
-            pieces.push(Piece::new(head));
-            pieces.push(Piece::new(Some(rest)));
+            pieces.push(Piece::new(head, &never));
+            pieces.push(Piece::new(Some(rest), &never));
         }
         let config = thompson::Config::new()
             .nfa_size_limit(Some(limits.max_terminal_nfa_bytes))

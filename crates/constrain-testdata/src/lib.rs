@@ -27,14 +27,31 @@ pub const SHARED_TOKENIZERS: [&str; 5] = ["llama3_1", "qwen3", "gpt4o", "deepsee
 const FIXTURE_TOKENIZER: &str = "tokenizers/qwen3/tokenizer.json.gz";
 
 /// The workspace's root directory (the one holding the top-level `Cargo.toml`).
+///
+/// Found above the manifest directory `cargo test` gives the running test, else above the one
+/// this crate was compiled in: a build directory shared by clones at different paths may hold
+/// this crate compiled in another clone, whose compiled-in path may be gone.
 pub fn workspace_root() -> PathBuf {
-    // This crate lives at `<workspace>/crates/constrain-testdata`.
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    crate_dir
-        .ancestors()
-        .nth(2)
-        .unwrap_or(crate_dir)
-        .to_path_buf()
+    let compiled = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let running = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
+    let found = running.iter().chain([&compiled]).find_map(|dir| {
+        dir.ancestors()
+            .find(|d| is_workspace_root(d))
+            .map(Path::to_path_buf)
+    });
+    // Else the layout this crate is written for: `<workspace>/crates/constrain-testdata`.
+    found.unwrap_or_else(|| {
+        compiled
+            .ancestors()
+            .nth(2)
+            .unwrap_or(&compiled)
+            .to_path_buf()
+    })
+}
+
+fn is_workspace_root(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("Cargo.toml"))
+        .is_ok_and(|manifest| manifest.lines().any(|line| line.trim() == "[workspace]"))
 }
 
 /// The shared reference-data directory, if there is one.
