@@ -81,7 +81,7 @@ pub(crate) fn lexeme_mask(
             };
             if chars <= radius {
                 // Every token here is at most `radius` string characters read from `lex`.
-                set_bits(&mut inside, index.subtree_tokens(i));
+                index.allow_subtree(&mut inside, i);
                 i = node.subtree_end as usize;
                 continue;
             }
@@ -102,7 +102,7 @@ pub(crate) fn lexeme_mask(
             } || (index.string_below(i) && auto.lexer.free_in_strings(next)))
         {
             // Every token below keeps the lexeme alive, and none can end it: inside.
-            set_bits(&mut inside, index.subtree_tokens(i));
+            index.allow_subtree(&mut inside, i);
             i = node.subtree_end as usize;
             continue;
         }
@@ -132,16 +132,27 @@ pub(crate) fn walk_subtree(
     state: StateId,
     mask: &mut [u32],
 ) -> Result<(), MatchError> {
-    walk_subtree_into(auto, index, root, state, |tokens| set_bits(mask, tokens))
+    walk_subtree_into(auto, index, root, state, |allowed| match allowed {
+        Allowed::Tokens(tokens) => set_bits(mask, tokens),
+        Allowed::Subtree(node) => index.allow_subtree(mask, node),
+    })
 }
 
-/// The state walk, handing each run of allowed tokens to `allow`.
+/// What a state walk allows at one trie node.
+enum Allowed<'a> {
+    /// The tokens the node spells.
+    Tokens(&'a [u32]),
+    /// Every token of the node's subtree.
+    Subtree(usize),
+}
+
+/// The state walk, handing what it allows to `allow`.
 fn walk_subtree_into(
     auto: &mut Automaton,
     index: &TokenIndex,
     root: usize,
     state: StateId,
-    mut allow: impl FnMut(&[u32]),
+    mut allow: impl FnMut(Allowed<'_>),
 ) -> Result<(), MatchError> {
     let nodes = index.nodes();
     let classes = *auto.lexer.byte_classes();
@@ -164,11 +175,11 @@ fn walk_subtree_into(
             && index.subtree_height(i) <= auto.text_radius(next)?
         {
             // Every token below leads to a live state.
-            allow(index.subtree_tokens(i));
+            allow(Allowed::Subtree(i));
             i = node.subtree_end as usize;
             continue;
         }
-        allow(index.tokens_of(i));
+        allow(Allowed::Tokens(index.tokens_of(i)));
         if node.subtree_end as usize > i + 1 {
             stack.push((node.subtree_end, next));
         }
@@ -215,8 +226,9 @@ pub(crate) fn state_mask_from_lexeme(
             continue;
         }
         let mut tokens = Vec::new();
-        walk_subtree_into(auto, index, *node as usize, s, |t| {
-            tokens.extend_from_slice(t)
+        walk_subtree_into(auto, index, *node as usize, s, |allowed| match allowed {
+            Allowed::Tokens(t) => tokens.extend_from_slice(t),
+            Allowed::Subtree(below) => tokens.extend_from_slice(index.subtree_tokens(below)),
         })?;
         set_bits(mask, &tokens);
         boundaries.bytes += 16 + tokens.len() * 4;

@@ -41,9 +41,23 @@ pub struct TokenIndex {
     /// Per node: the most characters of a token at or below it when every such token is a
     /// run of whole string characters (capped at 254), `u8::MAX` when one is not.
     string_tokens: Vec<u8>,
+    /// Per node: where its subtree's tokens start in `dense_bits` as a mask of their own, for
+    /// subtrees with so many tokens that or-ing a whole mask is quicker than setting them one
+    /// by one ([`NOT_DENSE`] for the others).
+    dense_at: Vec<u32>,
+    /// The masks of the dense subtrees, `mask_words` words each.
+    dense_bits: Vec<u32>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
+
+/// [`TokenIndex::dense_at`] of a subtree without a mask of its own.
+const NOT_DENSE: u32 = u32::MAX;
+
+/// A subtree gets a mask of its own from this many tokens per mask word on: setting that many
+/// scattered bits costs more than or-ing every word (a few dozen subtrees of a 128k or 262k
+/// vocabulary, about 1 MB).
+const DENSE_TOKENS_PER_WORD: f64 = 0.25;
 
 /// Lexeme masks by [`Lexer::signature`](crate::lexer::Lexer::signature), dropped wholesale when
 /// over budget.
@@ -130,6 +144,7 @@ impl TokenIndex {
         let parents = parents(&nodes);
         let height = subtree_heights(&nodes, &parents);
         let alphabet_below = alphabets_below(&nodes, &parents);
+        let (dense_at, dense_bits) = dense_subtrees(&nodes, &tokens, mask_words);
         Arc::new(TokenIndex {
             vocab,
             nodes,
@@ -140,6 +155,8 @@ impl TokenIndex {
             height,
             string_below,
             string_tokens,
+            dense_at,
+            dense_bits,
             lexeme_masks: Mutex::default(),
         })
     }
@@ -212,12 +229,20 @@ impl TokenIndex {
     /// The tokens spelled by `node` and every node below it: tokens are stored in node order
     /// (every node's `tokens_start` is where its subtree's tokens begin), so one run.
     pub(crate) fn subtree_tokens(&self, node: usize) -> &[u32] {
-        let end = self.nodes[node].subtree_end as usize;
-        let stop = self
-            .nodes
-            .get(end)
-            .map_or(self.tokens.len(), |n| n.tokens_start as usize);
-        &self.tokens[self.nodes[node].tokens_start as usize..stop]
+        subtree_tokens(&self.nodes, &self.tokens, node)
+    }
+
+    /// Sets the bits of every token of `node`'s subtree in `mask` (`mask_words` long).
+    #[inline]
+    pub(crate) fn allow_subtree(&self, mask: &mut [u32], node: usize) {
+        match self.dense_at[node] {
+            NOT_DENSE => set_bits(mask, self.subtree_tokens(node)),
+            at => {
+                let at = at as usize;
+                let bits = &self.dense_bits[at..at + self.mask_words];
+                mask.iter_mut().zip(bits).for_each(|(m, b)| *m |= b);
+            }
+        }
     }
 
     /// How deep the subtree below `node` goes (capped at 255): a state of at least that text
@@ -329,6 +354,32 @@ pub(crate) fn is_text_byte(b: u8) -> bool {
     (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\'
 }
 
+fn subtree_tokens<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> &'a [u32] {
+    let end = nodes[node].subtree_end as usize;
+    let stop = nodes
+        .get(end)
+        .map_or(tokens.len(), |n| n.tokens_start as usize);
+    &tokens[nodes[node].tokens_start as usize..stop]
+}
+
+/// The masks of the subtrees with enough tokens (see [`DENSE_TOKENS_PER_WORD`]): per node,
+/// where its mask starts in the returned words.
+fn dense_subtrees(nodes: &[Node], tokens: &[u32], mask_words: usize) -> (Vec<u32>, Vec<u32>) {
+    let least = ((mask_words as f64 * DENSE_TOKENS_PER_WORD) as usize).max(64);
+    let mut dense_at = vec![NOT_DENSE; nodes.len()];
+    let mut bits = Vec::new();
+    for (node, at) in dense_at.iter_mut().enumerate() {
+        let below = subtree_tokens(nodes, tokens, node);
+        if below.len() >= least {
+            *at = bits.len() as u32;
+            let start = bits.len();
+            bits.resize(start + mask_words, 0);
+            set_bits(&mut bits[start..], below);
+        }
+    }
+    (dense_at, bits)
+}
+
 /// How many byte alphabets the walks know (see [`alphabet_of`]).
 pub(crate) const BYTE_ALPHABETS: usize = 4;
 
@@ -364,6 +415,48 @@ pub(crate) fn set_bits(mask: &mut [u32], tokens: &[u32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every two- and three-letter lowercase word, ids shuffled by a multiplier.
+    fn letter_vocab() -> Arc<Vocabulary> {
+        let letters = b'a'..=b'z';
+        let words: Vec<Vec<u8>> = letters
+            .clone()
+            .flat_map(|a| letters.clone().map(move |b| vec![a, b]))
+            .chain(letters.clone().flat_map(|a| {
+                letters
+                    .clone()
+                    .flat_map(move |b| (b'a'..=b'z').map(move |c| vec![a, b, c]))
+            }))
+            .collect();
+        let n = words.len() as u32;
+        let vocab = Vocabulary::from_tokens(
+            words
+                .into_iter()
+                .enumerate()
+                .map(|(i, w)| ((i as u32 * 7919) % n, w, TokenKind::Text)),
+        )
+        .expect("distinct ids: 7919 is prime and does not divide the count");
+        Arc::new(vocab)
+    }
+
+    #[test]
+    fn dense_subtrees_allow_exactly_their_tokens() {
+        let index = TokenIndex::new(letter_vocab());
+        let dense = index.dense_at.iter().filter(|&&at| at != NOT_DENSE).count();
+        assert!(dense > 1, "the root and the first letters have masks of their own");
+        assert!(dense < index.node_count(), "small subtrees set their tokens one by one");
+        for node in 0..index.node_count() {
+            let mut expected = vec![0u32; index.mask_words()];
+            set_bits(&mut expected, index.subtree_tokens(node));
+            let mut got = vec![0u32; index.mask_words()];
+            index.allow_subtree(&mut got, node);
+            assert_eq!(got, expected, "node {node}");
+            // Or-ed into a mask with bits set already, nothing is cleared.
+            let mut both = vec![u32::MAX; index.mask_words()];
+            index.allow_subtree(&mut both, node);
+            assert!(both.iter().all(|&w| w == u32::MAX), "node {node}");
+        }
+    }
 
     fn from(bytes: &[u8]) -> Vec<bool> {
         let mut out = Vec::new();
