@@ -443,8 +443,14 @@ mod tests {
     fn dense_subtrees_allow_exactly_their_tokens() {
         let index = TokenIndex::new(letter_vocab());
         let dense = index.dense_at.iter().filter(|&&at| at != NOT_DENSE).count();
-        assert!(dense > 1, "the root and the first letters have masks of their own");
-        assert!(dense < index.node_count(), "small subtrees set their tokens one by one");
+        assert!(
+            dense > 1,
+            "the root and the first letters have masks of their own"
+        );
+        assert!(
+            dense < index.node_count(),
+            "small subtrees set their tokens one by one"
+        );
         for node in 0..index.node_count() {
             let mut expected = vec![0u32; index.mask_words()];
             set_bits(&mut expected, index.subtree_tokens(node));
