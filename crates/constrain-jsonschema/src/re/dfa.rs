@@ -7,7 +7,9 @@
 //! classes cost a few ranges instead of one edge per character. Every step is bounded by
 //! [`MAX_NFA_STATES`], [`MAX_DFA_STATES`] and [`MAX_RE_SIZE`]; going over is an error.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 use super::{CharSet, Look, Re};
 
@@ -103,7 +105,7 @@ impl Dfa {
 
     /// The strings accepted by both.
     pub(crate) fn intersect(&self, other: &Dfa) -> Result<Dfa> {
-        let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut pairs = vec![(0u32, 0u32)];
         index.insert((0, 0), 0);
         let mut trans = Vec::new();
@@ -392,6 +394,28 @@ fn push_range(out: &mut Vec<(u32, u32, u32)>, lo: u32, hi: u32, target: u32) {
     out.push((lo, hi, target));
 }
 
+/// Scratch space of ε-closures, kept across the closures of one determinization: a stamp per
+/// NFA state marks the states already in the set being closed.
+#[derive(Default)]
+struct Closure {
+    stamps: Vec<u32>,
+    round: u32,
+    stack: Vec<usize>,
+}
+
+impl Closure {
+    /// Starts a closure over an automaton of `states` states; returns its stamp.
+    fn next_round(&mut self, states: usize) -> u32 {
+        self.stamps.resize(states, 0);
+        self.round = self.round.wrapping_add(1);
+        if self.round == 0 {
+            self.stamps.fill(0);
+            self.round = 1;
+        }
+        self.round
+    }
+}
+
 /// A Thompson automaton with ε-edges and `^`/`$` assertion edges.
 struct Nfa {
     eps: Vec<Vec<usize>>,
@@ -516,20 +540,24 @@ impl Nfa {
 
     /// The ε-closure of `set`; `^` edges are followed only at the start, `$` edges only when
     /// `at_end`.
-    fn closure(&self, set: &mut Vec<usize>, at_start: bool, at_end: bool) {
-        let mut seen: std::collections::HashSet<usize> = set.iter().copied().collect();
-        let mut stack = set.clone();
-        while let Some(s) = stack.pop() {
-            let follow_eps = self.eps[s].iter().copied();
+    fn closure(&self, scratch: &mut Closure, set: &mut Vec<usize>, at_start: bool, at_end: bool) {
+        let round = scratch.next_round(self.eps.len());
+        for &s in set.iter() {
+            scratch.stamps[s] = round;
+        }
+        scratch.stack.clear();
+        scratch.stack.extend_from_slice(set);
+        while let Some(s) = scratch.stack.pop() {
             let follow_looks = self.looks[s].iter().filter_map(|&(l, t)| match l {
                 Look::Start if at_start => Some(t),
                 Look::End if at_end => Some(t),
                 _ => None,
             });
-            for t in follow_eps.chain(follow_looks).collect::<Vec<_>>() {
-                if seen.insert(t) {
+            for t in self.eps[s].iter().copied().chain(follow_looks) {
+                if scratch.stamps[t] != round {
+                    scratch.stamps[t] = round;
                     set.push(t);
-                    stack.push(t);
+                    scratch.stack.push(t);
                 }
             }
         }
@@ -538,9 +566,10 @@ impl Nfa {
     }
 
     fn determinize(&self) -> Result<Dfa> {
+        let mut scratch = Closure::default();
         let mut first = vec![self.start];
-        self.closure(&mut first, true, false);
-        let mut index: HashMap<Vec<usize>, u32> = HashMap::new();
+        self.closure(&mut scratch, &mut first, true, false);
+        let mut index: FxHashMap<Vec<usize>, u32> = FxHashMap::default();
         let mut sets: Vec<Vec<usize>> = vec![first.clone()];
         index.insert(first, 0);
         let mut trans = Vec::new();
@@ -549,7 +578,7 @@ impl Nfa {
         while let Some(i) = queue.pop_front() {
             let set = sets[i].clone();
             let mut at_end = set.clone();
-            self.closure(&mut at_end, i == 0, true);
+            self.closure(&mut scratch, &mut at_end, i == 0, true);
             accepting.push(at_end.binary_search(&self.fin).is_ok());
             // Sweep over range boundaries of all outgoing edges.
             let mut events: Vec<(u32, bool, usize)> = Vec::new();
@@ -584,7 +613,7 @@ impl Nfa {
                 }
                 let end = events[k].0 - 1;
                 let mut target: Vec<usize> = active.keys().copied().collect();
-                self.closure(&mut target, false, false);
+                self.closure(&mut scratch, &mut target, false, false);
                 let id = match index.get(&target) {
                     Some(&id) => id,
                     None => {
