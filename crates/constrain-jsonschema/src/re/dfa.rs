@@ -328,8 +328,9 @@ impl Dfa {
                 if !alive[q] {
                     continue;
                 }
-                let ins = in_edges[q].keys().filter(|&&p| p != q).count();
-                let outs = out_edges[q].keys().filter(|&&r| r != q).count();
+                // Edges other than a self-loop, counted without walking the maps.
+                let ins = in_edges[q].len() - usize::from(in_edges[q].contains_key(&q));
+                let outs = out_edges[q].len() - usize::from(out_edges[q].contains_key(&q));
                 let cost = ins * outs;
                 if cost < best_cost {
                     best_cost = cost;
