@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 use crate::automaton::{Automaton, StateId, DEAD};
 use crate::error::MatchError;
 use crate::lexer::{LexId, LEX_DEAD};
-use crate::token_index::{set_bits, TokenIndex};
+use crate::token_index::{set_bits, TokenIndex, SHORT_STRING};
 
 /// Trie nodes a subtree of string tokens must hold before a lexeme walk asks for its string
 /// radius (smaller ones are walked).
@@ -58,19 +58,34 @@ pub(crate) fn lexeme_mask(
     let mut inside = vec![0u32; index.mask_words()].into_boxed_slice();
     let mut boundaries = Vec::new();
     let mut path: Vec<u8> = Vec::new();
-    // (end of subtree, lexer state at its root)
-    let mut stack: Vec<(u32, LexId)> = vec![(nodes[0].subtree_end, lex)];
-    let mut i = 1usize;
-    let end = nodes[0].subtree_end as usize;
     // The string radius of `lex`, asked for once a large subtree of string tokens shows up.
     let mut string_radius: Option<u8> = None;
+    // Whether the short string tokens below a node are allowed already: then a subtree of
+    // them is skipped, not walked (see `TokenIndex::allow_short_strings`).
+    let short_strings_from_root = index.has_short_strings(0) && {
+        let radius = *string_radius.insert(auto.lexer.string_radius(lex)?);
+        radius >= SHORT_STRING && index.allow_short_strings(&mut inside, 0)
+    };
+    // (end of subtree, lexer state at its root, short string tokens below allowed)
+    let mut stack: Vec<(u32, LexId, bool)> =
+        vec![(nodes[0].subtree_end, lex, short_strings_from_root)];
+    let mut i = 1usize;
+    let end = nodes[0].subtree_end as usize;
     while i < end {
-        while stack.last().is_some_and(|&(e, _)| e as usize <= i) {
+        while stack.last().is_some_and(|&(e, _, _)| e as usize <= i) {
             stack.pop();
             path.pop();
         }
         let node = nodes[i];
         let chars = index.string_tokens(i);
+        let (parent, short_strings_allowed) =
+            stack.last().map_or((LEX_DEAD, false), |&(_, l, s)| (l, s));
+        if short_strings_allowed {
+            if let Some(past) = index.past_short_strings(i) {
+                i = past;
+                continue;
+            }
+        }
         // Worth asking for the radius at a large subtree; once known, used at any.
         if chars < u8::MAX
             && (string_radius.is_some() || node.subtree_end as usize - i >= MIN_STRING_SUBTREE)
@@ -86,7 +101,6 @@ pub(crate) fn lexeme_mask(
                 continue;
             }
         }
-        let parent = stack.last().map_or(LEX_DEAD, |&(_, l)| l);
         let next = auto
             .lexer
             .next(parent, classes[node.byte as usize] as usize)?;
@@ -116,7 +130,15 @@ pub(crate) fn lexeme_mask(
             i = node.subtree_end as usize;
             continue;
         }
-        stack.push((node.subtree_end, next));
+        let short_strings_below = short_strings_allowed
+            || (index.has_short_strings(i) && {
+                let radius = match string_radius {
+                    Some(radius) => radius,
+                    None => *string_radius.insert(auto.lexer.string_radius(lex)?),
+                };
+                radius >= SHORT_STRING && index.allow_short_strings(&mut inside, i)
+            });
+        stack.push((node.subtree_end, next, short_strings_below));
         path.push(node.byte);
         i += 1;
     }

@@ -47,12 +47,26 @@ pub struct TokenIndex {
     dense_at: Vec<u32>,
     /// The masks of the dense subtrees, `mask_words` words each.
     dense_bits: Vec<u32>,
+    /// Per node whose subtree is dense but not all string tokens: where the mask of its
+    /// short string tokens (see [`SHORT_STRING`]) starts in `short_string_bits`
+    /// ([`NOT_DENSE`] for the others). A walk from a state that survives that many string
+    /// characters allows all of them at once, and then skips every subtree of short string
+    /// tokens below.
+    short_string_at: Vec<u32>,
+    short_string_bits: Vec<u32>,
+    /// Per node whose tokens are all short strings: the next sibling whose tokens are not, or
+    /// the end of the parent's subtree; a walk skipping short strings jumps there at once.
+    past_short_strings: Vec<u32>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
 
 /// [`TokenIndex::dense_at`] of a subtree without a mask of its own.
 const NOT_DENSE: u32 = u32::MAX;
+
+/// Tokens of at most this many string characters are "short" (see
+/// [`TokenIndex::allow_short_strings`]): nearly every token of a vocabulary is.
+pub(crate) const SHORT_STRING: u8 = 16;
 
 /// A subtree gets a mask of its own from this many tokens per mask word on: setting that many
 /// scattered bits costs more than or-ing every word (a few dozen subtrees of a 128k or 262k
@@ -98,6 +112,8 @@ impl TokenIndex {
         let mut string_below = vec![true];
         let mut string_tokens = vec![0u8];
         let mut string_from = Vec::new();
+        // Per entry of `tokens`: its characters when it is all string characters.
+        let mut token_chars: Vec<u8> = Vec::with_capacity(entries.len());
         // `path[d]` is the node at depth d + 1 on the current path.
         let mut path: Vec<usize> = Vec::new();
         let mut previous: &[u8] = &[];
@@ -134,6 +150,7 @@ impl TokenIndex {
             }
             nodes[last].tokens_len += 1;
             tokens.push(*id);
+            token_chars.push(whole);
             previous = bytes;
         }
         while let Some(done) = path.pop() {
@@ -145,6 +162,9 @@ impl TokenIndex {
         let height = subtree_heights(&nodes, &parents);
         let alphabet_below = alphabets_below(&nodes, &parents);
         let (dense_at, dense_bits) = dense_subtrees(&nodes, &tokens, mask_words);
+        let (short_string_at, short_string_bits) =
+            short_string_masks(&nodes, &tokens, &token_chars, &dense_at, mask_words);
+        let past_short_strings = past_short_strings(&nodes, &parents, &string_tokens);
         Arc::new(TokenIndex {
             vocab,
             nodes,
@@ -157,6 +177,9 @@ impl TokenIndex {
             string_tokens,
             dense_at,
             dense_bits,
+            short_string_at,
+            short_string_bits,
+            past_short_strings,
             lexeme_masks: Mutex::default(),
         })
     }
@@ -264,6 +287,37 @@ impl TokenIndex {
         (alphabet != NO_ALPHABET).then_some(alphabet as usize)
     }
 
+    /// Whether `node` keeps its short string tokens as a mask of their own (see
+    /// [`Self::allow_short_strings`]).
+    #[inline]
+    pub(crate) fn has_short_strings(&self, node: usize) -> bool {
+        self.short_string_at[node] != NOT_DENSE
+    }
+
+    /// Sets the bits of every token below `node` of at most [`SHORT_STRING`] string
+    /// characters, if `node` keeps them as a mask of its own; returns whether it did. The
+    /// caller must know that all such tokens are allowed.
+    #[inline]
+    pub(crate) fn allow_short_strings(&self, mask: &mut [u32], node: usize) -> bool {
+        match self.short_string_at[node] {
+            NOT_DENSE => false,
+            at => {
+                let at = at as usize;
+                let bits = &self.short_string_bits[at..at + self.mask_words];
+                mask.iter_mut().zip(bits).for_each(|(m, b)| *m |= b);
+                true
+            }
+        }
+    }
+
+    /// Where a walk that has allowed the short string tokens (see
+    /// [`Self::allow_short_strings`]) goes on from `node`: past it and the siblings after it
+    /// whose tokens are all short strings, or `None` when `node` holds other tokens.
+    #[inline]
+    pub(crate) fn past_short_strings(&self, node: usize) -> Option<usize> {
+        (self.string_tokens[node] <= SHORT_STRING).then(|| self.past_short_strings[node] as usize)
+    }
+
     /// Whether every token below `node` continues with whole [`is_string_char`] characters.
     pub(crate) fn string_below(&self, node: usize) -> bool {
         self.string_below[node]
@@ -355,11 +409,17 @@ pub(crate) fn is_text_byte(b: u8) -> bool {
 }
 
 fn subtree_tokens<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> &'a [u32] {
+    subtree_range(nodes, tokens, node).1
+}
+
+/// Where the tokens of `node`'s subtree start in `tokens`, and the tokens.
+fn subtree_range<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> (usize, &'a [u32]) {
     let end = nodes[node].subtree_end as usize;
     let stop = nodes
         .get(end)
         .map_or(tokens.len(), |n| n.tokens_start as usize);
-    &tokens[nodes[node].tokens_start as usize..stop]
+    let start = nodes[node].tokens_start as usize;
+    (start, &tokens[start..stop])
 }
 
 /// The masks of the subtrees with enough tokens (see [`DENSE_TOKENS_PER_WORD`]): per node,
@@ -378,6 +438,59 @@ fn dense_subtrees(nodes: &[Node], tokens: &[u32], mask_words: usize) -> (Vec<u32
         }
     }
     (dense_at, bits)
+}
+
+/// The masks of the short string tokens (see [`SHORT_STRING`]) of the dense subtrees that
+/// hold other tokens too: per node, where its mask starts in the returned words.
+fn short_string_masks(
+    nodes: &[Node],
+    tokens: &[u32],
+    token_chars: &[u8],
+    dense_at: &[u32],
+    mask_words: usize,
+) -> (Vec<u32>, Vec<u32>) {
+    let mut at_of = vec![NOT_DENSE; nodes.len()];
+    let mut bits = Vec::new();
+    for (node, at) in at_of.iter_mut().enumerate() {
+        if dense_at[node] == NOT_DENSE {
+            continue;
+        }
+        let (from, below) = subtree_range(nodes, tokens, node);
+        let chars = &token_chars[from..from + below.len()];
+        if chars.iter().all(|&c| c <= SHORT_STRING) {
+            // All short string tokens: the subtree's own mask serves.
+            continue;
+        }
+        *at = bits.len() as u32;
+        let start = bits.len();
+        bits.resize(start + mask_words, 0);
+        for (&t, &c) in below.iter().zip(chars) {
+            if c <= SHORT_STRING {
+                bits[start + (t >> 5) as usize] |= 1 << (t & 31);
+            }
+        }
+    }
+    (at_of, bits)
+}
+
+/// Per node of a depth-first trie whose tokens are all short strings: the next sibling whose
+/// tokens are not, or the end of its parent's subtree (0 for the other nodes).
+fn past_short_strings(nodes: &[Node], parent: &[u32], string_tokens: &[u8]) -> Vec<u32> {
+    let short = |i: usize| string_tokens[i] <= SHORT_STRING;
+    let mut past = vec![0u32; nodes.len()];
+    for i in (1..nodes.len()).rev() {
+        if !short(i) {
+            continue;
+        }
+        let next = nodes[i].subtree_end as usize;
+        let parent_end = nodes[parent[i] as usize].subtree_end as usize;
+        past[i] = if next < parent_end && short(next) {
+            past[next]
+        } else {
+            next as u32
+        };
+    }
+    past
 }
 
 /// How many byte alphabets the walks know (see [`alphabet_of`]).
@@ -415,6 +528,82 @@ pub(crate) fn set_bits(mask: &mut [u32], tokens: &[u32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`letter_vocab`] with tokens that are not short strings under some letters: with a
+    /// quote, with a backslash, and longer than [`SHORT_STRING`] characters.
+    fn mixed_letter_vocab() -> Arc<Vocabulary> {
+        let base = letter_vocab();
+        let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> = base
+            .iter()
+            .map(|(id, bytes, kind)| (id, bytes.to_vec(), kind))
+            .collect();
+        let mut next = base.len() as u32;
+        for word in [
+            "a\"",
+            "ab\"",
+            "b\\n",
+            "\"x",
+            "abcdefghijklmnopqrstu",
+            "zz zz zz zz zz zz zz",
+        ] {
+            tokens.push((next, word.as_bytes().to_vec(), TokenKind::Text));
+            next += 1;
+        }
+        Arc::new(Vocabulary::from_tokens(tokens).expect("distinct ids"))
+    }
+
+    #[test]
+    fn short_string_masks_and_jumps_cover_exactly_the_short_string_tokens() {
+        let index = TokenIndex::new(mixed_letter_vocab());
+        let vocab = index.vocabulary().clone();
+        let short = |t: u32| {
+            let bytes = vocab.token_bytes(t).expect("indexed token");
+            std::str::from_utf8(bytes).is_ok_and(|text| {
+                text.chars().all(is_string_char) && text.chars().count() <= SHORT_STRING as usize
+            })
+        };
+        let mut masks = 0;
+        for node in 0..index.node_count() {
+            let mut got = vec![0u32; index.mask_words()];
+            if index.allow_short_strings(&mut got, node) {
+                masks += 1;
+                let mut expected = vec![0u32; index.mask_words()];
+                let below: Vec<u32> = index
+                    .subtree_tokens(node)
+                    .iter()
+                    .copied()
+                    .filter(|&t| short(t))
+                    .collect();
+                set_bits(&mut expected, &below);
+                assert_eq!(got, expected, "node {node}");
+            }
+            if let Some(past) = index.past_short_strings(node) {
+                // Every node skipped holds only short string tokens, and the jump lands on a
+                // sibling that does not, or at the end of the parent's subtree.
+                let mut at = node;
+                while at < past {
+                    assert!(
+                        index.subtree_tokens(at).iter().all(|&t| short(t)),
+                        "node {at}"
+                    );
+                    at = index.nodes()[at].subtree_end as usize;
+                }
+                assert_eq!(at, past, "jumps go sibling by sibling");
+                let parents = parents(index.nodes());
+                let parent_end = index.nodes()[parents[node] as usize].subtree_end as usize;
+                assert!(past == parent_end || index.past_short_strings(past).is_none());
+            } else {
+                assert!(
+                    !index.subtree_tokens(node).iter().all(|&t| short(t)),
+                    "node {node}"
+                );
+            }
+        }
+        assert!(
+            masks >= 2,
+            "the root and the letter `a` hold other tokens: {masks}"
+        );
+    }
 
     /// Every two- and three-letter lowercase word, ids shuffled by a multiplier.
     fn letter_vocab() -> Arc<Vocabulary> {
