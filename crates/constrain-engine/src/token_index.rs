@@ -537,17 +537,16 @@ mod tests {
             .iter()
             .map(|(id, bytes, kind)| (id, bytes.to_vec(), kind))
             .collect();
-        let mut next = base.len() as u32;
-        for word in [
+        let extra = [
             "a\"",
             "ab\"",
             "b\\n",
             "\"x",
             "abcdefghijklmnopqrstu",
             "zz zz zz zz zz zz zz",
-        ] {
-            tokens.push((next, word.as_bytes().to_vec(), TokenKind::Text));
-            next += 1;
+        ];
+        for (id, word) in (base.len() as u32..).zip(extra) {
+            tokens.push((id, word.as_bytes().to_vec(), TokenKind::Text));
         }
         Arc::new(Vocabulary::from_tokens(tokens).expect("distinct ids"))
     }
