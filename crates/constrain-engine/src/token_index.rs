@@ -41,19 +41,13 @@ pub struct TokenIndex {
     /// Per node: the most characters of a token at or below it when every such token is a
     /// run of whole string characters (capped at 254), `u8::MAX` when one is not.
     string_tokens: Vec<u8>,
-    /// Per node: where its subtree's tokens start in `dense_bits` as a mask of their own, for
-    /// subtrees with so many tokens that or-ing a whole mask is quicker than setting them one
-    /// by one ([`NOT_DENSE`] for the others).
-    dense_at: Vec<u32>,
-    /// The masks of the dense subtrees, `mask_words` words each.
-    dense_bits: Vec<u32>,
-    /// Per node whose subtree is dense but not all string tokens: where the mask of its
-    /// short string tokens (see [`SHORT_STRING`]) starts in `short_string_bits`
-    /// ([`NOT_DENSE`] for the others). A walk from a state that survives that many string
-    /// characters allows all of them at once, and then skips every subtree of short string
-    /// tokens below.
-    short_string_at: Vec<u32>,
-    short_string_bits: Vec<u32>,
+    /// The subtrees with so many tokens that or-ing a whole mask is quicker than setting them
+    /// one by one, as masks (see [`DENSE_TOKENS_PER_WORD`]).
+    dense: NodeMasks,
+    /// The dense subtrees that are not all short string tokens, as masks of their short string
+    /// tokens (see [`SHORT_STRING`]): a walk from a state that survives that many string
+    /// characters allows them all at once, and then skips every subtree of them below.
+    short_strings: NodeMasks,
     /// Per node whose tokens are all short strings: the next sibling whose tokens are not, or
     /// the end of the parent's subtree; a walk skipping short strings jumps there at once.
     past_short_strings: Vec<u32>,
@@ -61,8 +55,59 @@ pub struct TokenIndex {
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
 
-/// [`TokenIndex::dense_at`] of a subtree without a mask of its own.
-const NOT_DENSE: u32 = u32::MAX;
+/// A mask of tokens for some trie nodes.
+#[derive(Debug, Default)]
+struct NodeMasks {
+    /// Per node: where its mask starts in `bits` ([`NO_MASK`] for a node without one).
+    at: Vec<u32>,
+    /// The masks, `words` words each.
+    bits: Vec<u32>,
+    words: usize,
+}
+
+/// [`NodeMasks::at`] of a node without a mask.
+const NO_MASK: u32 = u32::MAX;
+
+impl NodeMasks {
+    /// Masks of `words` words for the nodes `tokens_of` gives tokens for.
+    fn build(
+        nodes: usize,
+        words: usize,
+        mut tokens_of: impl FnMut(usize) -> Option<Vec<u32>>,
+    ) -> NodeMasks {
+        let mut masks = NodeMasks {
+            at: vec![NO_MASK; nodes],
+            bits: Vec::new(),
+            words,
+        };
+        for node in 0..nodes {
+            if let Some(tokens) = tokens_of(node) {
+                let start = masks.bits.len();
+                masks.at[node] = start as u32;
+                masks.bits.resize(start + words, 0);
+                set_bits(&mut masks.bits[start..], &tokens);
+            }
+        }
+        masks
+    }
+
+    #[inline]
+    fn has(&self, node: usize) -> bool {
+        self.at[node] != NO_MASK
+    }
+
+    /// Ors the mask of `node` into `mask`; returns whether `node` has one.
+    #[inline]
+    fn or_into(&self, node: usize, mask: &mut [u32]) -> bool {
+        let at = self.at[node];
+        if at == NO_MASK {
+            return false;
+        }
+        let bits = &self.bits[at as usize..at as usize + self.words];
+        mask.iter_mut().zip(bits).for_each(|(m, b)| *m |= b);
+        true
+    }
+}
 
 /// Tokens of at most this many string characters are "short" (see
 /// [`TokenIndex::allow_short_strings`]): nearly every token of a vocabulary is.
@@ -161,9 +206,8 @@ impl TokenIndex {
         let parents = parents(&nodes);
         let height = subtree_heights(&nodes, &parents);
         let alphabet_below = alphabets_below(&nodes, &parents);
-        let (dense_at, dense_bits) = dense_subtrees(&nodes, &tokens, mask_words);
-        let (short_string_at, short_string_bits) =
-            short_string_masks(&nodes, &tokens, &token_chars, &dense_at, mask_words);
+        let dense = dense_subtrees(&nodes, &tokens, mask_words);
+        let short_strings = short_string_masks(&nodes, &tokens, &token_chars, &dense, mask_words);
         let past_short_strings = past_short_strings(&nodes, &parents, &string_tokens);
         Arc::new(TokenIndex {
             vocab,
@@ -175,10 +219,8 @@ impl TokenIndex {
             height,
             string_below,
             string_tokens,
-            dense_at,
-            dense_bits,
-            short_string_at,
-            short_string_bits,
+            dense,
+            short_strings,
             past_short_strings,
             lexeme_masks: Mutex::default(),
         })
@@ -258,13 +300,8 @@ impl TokenIndex {
     /// Sets the bits of every token of `node`'s subtree in `mask` (`mask_words` long).
     #[inline]
     pub(crate) fn allow_subtree(&self, mask: &mut [u32], node: usize) {
-        match self.dense_at[node] {
-            NOT_DENSE => set_bits(mask, self.subtree_tokens(node)),
-            at => {
-                let at = at as usize;
-                let bits = &self.dense_bits[at..at + self.mask_words];
-                mask.iter_mut().zip(bits).for_each(|(m, b)| *m |= b);
-            }
+        if !self.dense.or_into(node, mask) {
+            set_bits(mask, self.subtree_tokens(node));
         }
     }
 
@@ -291,23 +328,15 @@ impl TokenIndex {
     /// [`Self::allow_short_strings`]).
     #[inline]
     pub(crate) fn has_short_strings(&self, node: usize) -> bool {
-        self.short_string_at[node] != NOT_DENSE
+        self.short_strings.has(node)
     }
 
     /// Sets the bits of every token below `node` of at most [`SHORT_STRING`] string
-    /// characters, if `node` keeps them as a mask of its own; returns whether it did. The
+    /// characters, if `node` keeps them as a mask of their own; returns whether it did. The
     /// caller must know that all such tokens are allowed.
     #[inline]
     pub(crate) fn allow_short_strings(&self, mask: &mut [u32], node: usize) -> bool {
-        match self.short_string_at[node] {
-            NOT_DENSE => false,
-            at => {
-                let at = at as usize;
-                let bits = &self.short_string_bits[at..at + self.mask_words];
-                mask.iter_mut().zip(bits).for_each(|(m, b)| *m |= b);
-                true
-            }
-        }
+        self.short_strings.or_into(node, mask)
     }
 
     /// Where a walk that has allowed the short string tokens (see
@@ -422,55 +451,41 @@ fn subtree_range<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> (usize, 
     (start, &tokens[start..stop])
 }
 
-/// The masks of the subtrees with enough tokens (see [`DENSE_TOKENS_PER_WORD`]): per node,
-/// where its mask starts in the returned words.
-fn dense_subtrees(nodes: &[Node], tokens: &[u32], mask_words: usize) -> (Vec<u32>, Vec<u32>) {
+/// The masks of the subtrees with enough tokens (see [`DENSE_TOKENS_PER_WORD`]).
+fn dense_subtrees(nodes: &[Node], tokens: &[u32], mask_words: usize) -> NodeMasks {
     let least = ((mask_words as f64 * DENSE_TOKENS_PER_WORD) as usize).max(64);
-    let mut dense_at = vec![NOT_DENSE; nodes.len()];
-    let mut bits = Vec::new();
-    for (node, at) in dense_at.iter_mut().enumerate() {
+    NodeMasks::build(nodes.len(), mask_words, |node| {
         let below = subtree_tokens(nodes, tokens, node);
-        if below.len() >= least {
-            *at = bits.len() as u32;
-            let start = bits.len();
-            bits.resize(start + mask_words, 0);
-            set_bits(&mut bits[start..], below);
-        }
-    }
-    (dense_at, bits)
+        (below.len() >= least).then(|| below.to_vec())
+    })
 }
 
 /// The masks of the short string tokens (see [`SHORT_STRING`]) of the dense subtrees that
-/// hold other tokens too: per node, where its mask starts in the returned words.
+/// hold other tokens too (`token_chars`: per entry of `tokens`, its string characters).
 fn short_string_masks(
     nodes: &[Node],
     tokens: &[u32],
     token_chars: &[u8],
-    dense_at: &[u32],
+    dense: &NodeMasks,
     mask_words: usize,
-) -> (Vec<u32>, Vec<u32>) {
-    let mut at_of = vec![NOT_DENSE; nodes.len()];
-    let mut bits = Vec::new();
-    for (node, at) in at_of.iter_mut().enumerate() {
-        if dense_at[node] == NOT_DENSE {
-            continue;
+) -> NodeMasks {
+    NodeMasks::build(nodes.len(), mask_words, |node| {
+        if !dense.has(node) {
+            return None;
         }
         let (from, below) = subtree_range(nodes, tokens, node);
         let chars = &token_chars[from..from + below.len()];
-        if chars.iter().all(|&c| c <= SHORT_STRING) {
-            // All short string tokens: the subtree's own mask serves.
-            continue;
-        }
-        *at = bits.len() as u32;
-        let start = bits.len();
-        bits.resize(start + mask_words, 0);
-        for (&t, &c) in below.iter().zip(chars) {
-            if c <= SHORT_STRING {
-                bits[start + (t >> 5) as usize] |= 1 << (t & 31);
-            }
-        }
-    }
-    (at_of, bits)
+        // All short string tokens: the subtree's own mask serves.
+        let mixed = chars.iter().any(|&c| c > SHORT_STRING);
+        mixed.then(|| {
+            below
+                .iter()
+                .zip(chars)
+                .filter(|&(_, &c)| c <= SHORT_STRING)
+                .map(|(&t, _)| t)
+                .collect()
+        })
+    })
 }
 
 /// Per node of a depth-first trie whose tokens are all short strings: the next sibling whose
@@ -630,7 +645,7 @@ mod tests {
     #[test]
     fn dense_subtrees_allow_exactly_their_tokens() {
         let index = TokenIndex::new(letter_vocab());
-        let dense = index.dense_at.iter().filter(|&&at| at != NOT_DENSE).count();
+        let dense = index.dense.at.iter().filter(|&&at| at != NO_MASK).count();
         assert!(
             dense > 1,
             "the root and the first letters have masks of their own"
