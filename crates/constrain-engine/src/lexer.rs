@@ -15,7 +15,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{GrammarError, MatchError};
 use crate::limits::{Deadline, Limits};
 use crate::terminal::Terminals;
-use crate::text_run::{radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS};
+use crate::text_run::{
+    radius_by_successors, radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS,
+};
 use crate::token_index::{alphabet_of, BYTE_ALPHABETS, TEXT};
 
 /// Index of a lexer state.
@@ -31,8 +33,11 @@ const UNKNOWN: u32 = u32::MAX;
 const MAX_SIGNATURE_STATES: usize = 4096;
 
 /// Lexer states one [`Lexer::string_radius`] explores where characters lead to different
-/// states before settling for the depth reached.
-const MAX_STRING_EXPLORED: usize = 8;
+/// states before settling for the depth reached. The key position of an object that allows
+/// undeclared keys has a state per prefix of its declared keys, all surviving any string;
+/// exploring them all gives it the full radius, so its lexeme walk takes the short string
+/// tokens at once (see `mask`).
+const MAX_STRING_EXPLORED: usize = 128;
 
 /// The last transition [`Lexer::next_alike`] built: from which state, to which, and where each
 /// member stepped.
@@ -62,9 +67,11 @@ enum AfterSymbol {
     Various,
 }
 
-/// Most class sequences [`Lexer::string_radius`] steps through per character; a grammar whose
-/// byte classes split string characters finer has no string radius.
-const MAX_CHAR_PATHS: usize = 1024;
+/// The string characters as byte classes: per UTF-8 sequence of [`STRING_CHAR_SEQUENCES`], per
+/// byte of it, the classes its range spans. Stepping a set of states through them byte by
+/// byte reaches every state some character leads to without spelling out every sequence of
+/// classes, which multiply where patterns split the UTF-8 ranges finely.
+type CharClasses = std::sync::Arc<[Box<[Box<[usize]>]>]>;
 
 /// Terminal NFAs plus the lazily built lexer DFA.
 pub(crate) struct Lexer {
@@ -93,9 +100,8 @@ pub(crate) struct Lexer {
     free_in_strings: Vec<Option<bool>>,
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
-    /// The string characters as sequences of byte classes (`None` until first asked; empty
-    /// when there are more than [`MAX_CHAR_PATHS`]).
-    char_paths: Option<std::sync::Arc<[Box<[usize]>]>>,
+    /// The string characters as byte classes (`None` until first asked).
+    char_classes: Option<CharClasses>,
     /// See `Automaton::set_deadline`.
     deadline: Option<Deadline>,
     /// Reused by [`Lexer::signature`].
@@ -184,7 +190,7 @@ impl Lexer {
             byte_radius: Vec::new(),
             free_in_strings: Vec::new(),
             string_radius: Vec::new(),
-            char_paths: None,
+            char_classes: None,
             deadline: None,
             renumbering: Renumbering::default(),
             scratch: Vec::new(),
@@ -376,11 +382,11 @@ impl Lexer {
         if let Some(known) = self.free_in_strings[state as usize] {
             return known;
         }
-        let paths = self.char_paths();
+        let chars = self.char_classes();
         let set = self.states[state as usize].clone();
         let free = set
             .iter()
-            .any(|&(t, s)| self.loops_on_string_chars(t, s, &paths))
+            .any(|&(t, s)| self.loops_on_string_chars(t, s, &chars))
             && !self.match_reachable_in_strings(&set);
         self.free_in_strings[state as usize] = Some(free);
         free
@@ -393,10 +399,6 @@ impl Lexer {
     pub(crate) fn string_radius(&mut self, state: LexId) -> Result<u8, MatchError> {
         if let Some(known) = self.string_radius[state as usize] {
             return Ok(known);
-        }
-        if self.char_paths().is_empty() {
-            self.string_radius[state as usize] = Some(0);
-            return Ok(0);
         }
         self.chain_radius(state, Alphabet::String)
     }
@@ -465,17 +467,13 @@ impl Lexer {
                 }
             }
             Alphabet::String => {
-                let paths = self.char_paths();
-                let mut memo = StepMemo::default();
-                for path in paths.iter() {
-                    let (next, bad) = self.after_char(state, path, &mut memo)?;
-                    if bad {
-                        return Ok(AfterSymbol::Bad);
-                    }
-                    if same.is_some_and(|s| s != next) {
-                        return Ok(AfterSymbol::Various);
-                    }
-                    same = Some(next);
+                let mut after = Vec::new();
+                if self.after_any_char(state, &mut after, &mut StepMemo::default())? {
+                    return Ok(AfterSymbol::Bad);
+                }
+                match after[..] {
+                    [next] => same = Some(next),
+                    _ => return Ok(AfterSymbol::Various),
                 }
             }
         }
@@ -505,14 +503,11 @@ impl Lexer {
                 radius?
             }
             Alphabet::String => {
-                let paths = self.char_paths();
-                let symbols: Vec<usize> = (0..paths.len()).collect();
                 let mut memo = StepMemo::default();
-                radius_within(
+                radius_by_successors(
                     state,
-                    &symbols,
                     MAX_STRING_EXPLORED,
-                    |s, path| self.after_char(s, &paths[path], &mut memo),
+                    |s, out| self.after_any_char(s, out, &mut memo),
                     &mut closed,
                 )?
             }
@@ -523,31 +518,52 @@ impl Lexer {
         Ok(radius)
     }
 
-    /// The state after the bytes of one character (as byte classes) and whether one of them
-    /// ended or killed the lexeme.
-    fn after_char(
+    /// Adds to `after` every state one string character leads to from `state` (each once),
+    /// stepping the states reached so far through the classes of each byte of each UTF-8
+    /// sequence; returns whether some character ends or kills the lexeme on the way (`after`
+    /// is then incomplete).
+    fn after_any_char(
         &mut self,
         state: LexId,
-        classes: &[usize],
+        after: &mut Vec<LexId>,
         memo: &mut StepMemo,
-    ) -> Result<(LexId, bool), MatchError> {
-        let mut at = state;
-        for &class in classes {
-            at = self.next_alike(at, class, memo)?;
-            if self.stops_walk(at) {
-                return Ok((at, true));
+    ) -> Result<bool, MatchError> {
+        let chars = self.char_classes();
+        let mut reached = Vec::new();
+        let mut next = Vec::new();
+        for sequence in chars.iter() {
+            reached.clear();
+            reached.push(state);
+            for classes in sequence.iter() {
+                next.clear();
+                for &at in &reached {
+                    for &class in classes.iter() {
+                        let to = self.next_alike(at, class, memo)?;
+                        if self.stops_walk(to) {
+                            return Ok(true);
+                        }
+                        if !next.contains(&to) {
+                            next.push(to);
+                        }
+                    }
+                }
+                std::mem::swap(&mut reached, &mut next);
+            }
+            for &to in &reached {
+                if !after.contains(&to) {
+                    after.push(to);
+                }
             }
         }
-        Ok((at, false))
+        Ok(false)
     }
 
-    /// Every string character as a sequence of byte classes, one per class its bytes can be
-    /// in (empty when there would be more than [`MAX_CHAR_PATHS`]).
-    fn char_paths(&mut self) -> std::sync::Arc<[Box<[usize]>]> {
-        if let Some(paths) = &self.char_paths {
-            return paths.clone();
+    /// The string characters as byte classes (see [`CharClasses`]).
+    fn char_classes(&mut self) -> CharClasses {
+        if let Some(chars) = &self.char_classes {
+            return chars.clone();
         }
-        let classes_in = |lo: u8, hi: u8| -> Vec<usize> {
+        let classes_in = |lo: u8, hi: u8| -> Box<[usize]> {
             let mut out = vec![self.byte_class[lo as usize] as usize];
             while let Some(&next) = self.class_rep.get(out[out.len() - 1] + 1) {
                 if next > hi {
@@ -555,33 +571,19 @@ impl Lexer {
                 }
                 out.push(out[out.len() - 1] + 1);
             }
-            out
+            out.into_boxed_slice()
         };
-        let mut paths: Vec<Box<[usize]>> = Vec::new();
-        'sequences: for seq in STRING_CHAR_SEQUENCES.iter() {
-            let mut partial: Vec<Vec<usize>> = vec![Vec::new()];
-            for &(lo, hi) in seq {
-                let classes = classes_in(lo, hi);
-                if partial.len() * classes.len() + paths.len() > MAX_CHAR_PATHS {
-                    paths.clear();
-                    break 'sequences;
-                }
-                partial = partial
+        let chars: CharClasses = STRING_CHAR_SEQUENCES
+            .iter()
+            .map(|sequence| {
+                sequence
                     .iter()
-                    .flat_map(|p| {
-                        classes.iter().map(move |&c| {
-                            let mut longer = p.clone();
-                            longer.push(c);
-                            longer
-                        })
-                    })
-                    .collect();
-            }
-            paths.extend(partial.into_iter().map(Vec::into_boxed_slice));
-        }
-        let paths: std::sync::Arc<[Box<[usize]>]> = paths.into();
-        self.char_paths = Some(paths.clone());
-        paths
+                    .map(|&(lo, hi)| classes_in(lo, hi))
+                    .collect()
+            })
+            .collect();
+        self.char_classes = Some(chars.clone());
+        chars
     }
 
     /// Whether a match state is reachable from `set` through bytes of string characters
@@ -612,25 +614,37 @@ impl Lexer {
     }
 
     /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
-    /// (`paths`, from [`Self::char_paths`]; none means too many to check, so no).
-    fn loops_on_string_chars(&mut self, t: u32, s: u32, paths: &[Box<[usize]>]) -> bool {
-        !paths.is_empty()
-            && paths.iter().all(|path| {
-                let mut states = vec![(t, s)];
-                for &class in path.iter() {
-                    let mut next = Vec::new();
-                    self.terminals.new_set();
-                    for &(tt, ss) in &states {
-                        self.terminals
-                            .step_and_close(tt, ss, self.class_rep[class], &mut next);
+    /// (`chars`, from [`Self::char_classes`]). Per UTF-8 sequence, the distinct NFA sets its
+    /// bytes lead to are stepped byte by byte; every one of them must hold `(t, s)` at the end.
+    fn loops_on_string_chars(&mut self, t: u32, s: u32, chars: &CharClasses) -> bool {
+        for sequence in chars.iter() {
+            let mut reached: Vec<Vec<(u32, u32)>> = vec![vec![(t, s)]];
+            for classes in sequence.iter() {
+                let mut next_sets: Vec<Vec<(u32, u32)>> = Vec::new();
+                for set in &reached {
+                    for &class in classes.iter() {
+                        let mut next = Vec::new();
+                        self.terminals.new_set();
+                        for &(tt, ss) in set {
+                            self.terminals
+                                .step_and_close(tt, ss, self.class_rep[class], &mut next);
+                        }
+                        if next.is_empty() {
+                            return false;
+                        }
+                        next.sort_unstable();
+                        if !next_sets.contains(&next) {
+                            next_sets.push(next);
+                        }
                     }
-                    if next.is_empty() {
-                        return false;
-                    }
-                    states = next;
                 }
-                states.contains(&(t, s))
-            })
+                reached = next_sets;
+            }
+            if !reached.iter().all(|set| set.contains(&(t, s))) {
+                return false;
+            }
+        }
+        true
     }
 
     /// What lexer state `state` can still read, with terminal and NFA state numbers left out:
@@ -907,6 +921,48 @@ mod tests {
             .next(both, lexer.byte_classes()[b'"' as usize] as usize)
             .expect("steps");
         assert!(lexer.free_in_strings(both), "one looping member is enough");
+    }
+
+    /// A class of scattered three-byte characters: its byte boundaries split the UTF-8
+    /// continuation range into dozens of classes, so that string characters span thousands
+    /// of class sequences.
+    fn scattered_chars() -> String {
+        let chars: String = (0..40u32)
+            .filter_map(|i| char::from_u32(0x1000 + i * 0x41))
+            .collect();
+        format!("[{chars}]x")
+    }
+
+    #[test]
+    fn string_radii_do_not_depend_on_how_finely_classes_split_characters() {
+        let bodies = [
+            r#""[^"\\\x00-\x1F]*""#,
+            r#""[^"\\\x00-\x1F]{0,3}""#,
+            r#""(?:[a-z]|[^"\\\x00-\x1F]{2}){0,5}""#,
+        ];
+        let splitter = scattered_chars();
+        let mut split = lexer(&[bodies[0], bodies[1], bodies[2], &splitter]);
+        assert!(
+            split.classes() > 40,
+            "the splitter makes {} classes",
+            split.classes()
+        );
+        let mut plain = lexer(&bodies);
+        for t in 0..bodies.len() as u32 {
+            for text in [&br#"""#[..], br#""a"#, br#""ab"#] {
+                let (a, b) = (read(&mut split, t, text), read(&mut plain, t, text));
+                assert_eq!(
+                    split.string_radius(a).expect("within limits"),
+                    plain.string_radius(b).expect("within limits"),
+                    "{} after {text:?}",
+                    bodies[t as usize]
+                );
+                assert_eq!(split.free_in_strings(a), plain.free_in_strings(b));
+            }
+        }
+        let body = read(&mut split, 0, br#""ab"#);
+        assert!(split.free_in_strings(body), "a string body loops");
+        assert_eq!(split.string_radius(body), Ok(MAX_RADIUS));
     }
 
     /// The radius the generic exploration of lexer states finds.

@@ -222,7 +222,8 @@ pub(crate) struct BoundaryCache {
 /// Memory kept by one grammar's [`BoundaryCache`]; it is emptied beyond that.
 const BOUNDARY_CACHE_BYTES: usize = 64 << 20;
 
-/// The mask of `state` given the lexeme mask of its only scan.
+/// The mask of `state` given the lexeme mask of its only scan: `mask` holds `lexeme.inside`
+/// on entry and gains the tokens its boundaries allow from `state`.
 pub(crate) fn state_mask_from_lexeme(
     auto: &mut Automaton,
     index: &TokenIndex,
@@ -231,7 +232,6 @@ pub(crate) fn state_mask_from_lexeme(
     boundaries: &mut BoundaryCache,
     mask: &mut [u32],
 ) -> Result<(), MatchError> {
-    mask.copy_from_slice(&lexeme.inside);
     for (node, path) in &lexeme.boundaries {
         let mut s = state;
         for &b in path.iter() {

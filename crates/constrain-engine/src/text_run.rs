@@ -33,24 +33,47 @@ pub(crate) fn radius_within<S: Copy + Eq + Hash>(
     mut step: impl FnMut(S, usize) -> Result<(S, bool), MatchError>,
     closed: &mut Vec<S>,
 ) -> Result<u8, MatchError> {
+    radius_by_successors(
+        start,
+        max_explored,
+        |state, out| {
+            for &class in text_classes {
+                let (next, bad) = step(state, class)?;
+                if bad {
+                    return Ok(true);
+                }
+                out.push(next);
+            }
+            Ok(false)
+        },
+        closed,
+    )
+}
+
+/// [`radius_within`] where one symbol is not one class: `successors(state, out)` pushes the
+/// states every symbol leads to (repeats allowed) and returns whether one of them, or a state
+/// on the way, is bad.
+pub(crate) fn radius_by_successors<S: Copy + Eq + Hash>(
+    start: S,
+    max_explored: usize,
+    mut successors: impl FnMut(S, &mut Vec<S>) -> Result<bool, MatchError>,
+    closed: &mut Vec<S>,
+) -> Result<u8, MatchError> {
     let mut seen: FxHashSet<S> = FxHashSet::default();
     seen.insert(start);
     let mut layer = vec![start];
     let mut next_layer = Vec::new();
+    let mut after = Vec::new();
     for depth in 0..MAX_RADIUS {
         next_layer.clear();
         for &state in &layer {
-            for &class in text_classes {
-                let (next, bad) = step(state, class)?;
-                if bad {
-                    return Ok(depth);
-                }
-                // A state seen before had every successor checked when it was first reached
-                // (at its least depth): only new states go on to the next layer.
-                if seen.insert(next) {
-                    next_layer.push(next);
-                }
+            after.clear();
+            if successors(state, &mut after)? {
+                return Ok(depth);
             }
+            // A state seen before had every successor checked when it was first reached
+            // (at its least depth): only new states go on to the next layer.
+            next_layer.extend(after.iter().filter(|&&next| seen.insert(next)));
         }
         if next_layer.is_empty() {
             closed.extend(seen);

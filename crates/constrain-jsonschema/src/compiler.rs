@@ -11,6 +11,7 @@ pub(crate) fn compile(
     options: &Options,
 ) -> Result<Compiled, SchemaError> {
     let _deadline = crate::deadline::Guard::install(options.max_compile_time);
+    let _string_sets = crate::strings::Combined::install();
     let doc = Document::new(schema);
     let base = doc.base_at("");
     let mut ctx = Ctx::new(options, doc);
