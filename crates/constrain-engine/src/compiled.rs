@@ -158,32 +158,25 @@ impl CompiledGrammar {
         }
         // Built in place in its shared allocation: a mask is tens of kilobytes, and a copy
         // per new state shows in the time per mask.
-        let single_scan = match state {
-            DEAD => None,
-            _ => lazy.automaton.single_scan(state),
-        };
-        let mask: Arc<[u32]> = match single_scan {
-            Some(lex) => {
-                let lexeme = self.lexeme_mask(lazy, lex)?;
-                let mut mask: Arc<[u32]> = Arc::from(&lexeme.inside[..]);
-                let words = Arc::get_mut(&mut mask).expect("a new Arc is not shared");
-                state_mask_from_lexeme(
-                    &mut lazy.automaton,
-                    &self.index,
-                    state,
-                    &lexeme,
-                    &mut lazy.boundaries,
-                    words,
-                )?;
-                mask
-            }
-            None => {
-                let mut mask = vec![0u32; self.mask_words()];
-                if state != DEAD {
-                    walk_subtree(&mut lazy.automaton, &self.index, 0, state, &mut mask)?;
-                }
-                mask.into()
-            }
+        let mask: Arc<[u32]> = if state == DEAD {
+            vec![0u32; self.mask_words()].into()
+        } else if let Some(lex) = lazy.automaton.single_scan(state) {
+            let lexeme = self.lexeme_mask(lazy, lex)?;
+            let mut mask: Arc<[u32]> = Arc::from(&lexeme.inside[..]);
+            let words = Arc::get_mut(&mut mask).expect("a new Arc is not shared");
+            state_mask_from_lexeme(
+                &mut lazy.automaton,
+                &self.index,
+                state,
+                &lexeme,
+                &mut lazy.boundaries,
+                words,
+            )?;
+            mask
+        } else {
+            let mut mask = vec![0u32; self.mask_words()];
+            walk_subtree(&mut lazy.automaton, &self.index, 0, state, &mut mask)?;
+            mask.into()
         };
         let mut cache = self.masks.write();
         cache.bytes += mask.len() * 4;

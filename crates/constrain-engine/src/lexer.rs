@@ -518,10 +518,9 @@ impl Lexer {
         Ok(radius)
     }
 
-    /// Adds to `after` every state one string character leads to from `state` (each once),
-    /// stepping the states reached so far through the classes of each byte of each UTF-8
-    /// sequence; returns whether some character ends or kills the lexeme on the way (`after`
-    /// is then incomplete).
+    /// Adds to `after` every state one string character leads to from `state` (each once);
+    /// returns whether some character ends or kills the lexeme on the way (`after` is then
+    /// incomplete).
     fn after_any_char(
         &mut self,
         state: LexId,
@@ -529,33 +528,23 @@ impl Lexer {
         memo: &mut StepMemo,
     ) -> Result<bool, MatchError> {
         let chars = self.char_classes();
-        let mut reached = Vec::new();
-        let mut next = Vec::new();
-        for sequence in chars.iter() {
-            reached.clear();
-            reached.push(state);
-            for classes in sequence.iter() {
-                next.clear();
-                for &at in &reached {
-                    for &class in classes.iter() {
-                        let to = self.next_alike(at, class, memo)?;
-                        if self.stops_walk(to) {
-                            return Ok(true);
-                        }
-                        if !next.contains(&to) {
-                            next.push(to);
-                        }
+        let whole = through_each_char(
+            &chars,
+            state,
+            |&at, class| {
+                let to = self.next_alike(at, class, memo)?;
+                Ok((!self.stops_walk(to)).then_some(to))
+            },
+            |reached| {
+                for &to in reached {
+                    if !after.contains(&to) {
+                        after.push(to);
                     }
                 }
-                std::mem::swap(&mut reached, &mut next);
-            }
-            for &to in &reached {
-                if !after.contains(&to) {
-                    after.push(to);
-                }
-            }
-        }
-        Ok(false)
+                true
+            },
+        )?;
+        Ok(!whole)
     }
 
     /// The string characters as byte classes (see [`CharClasses`]).
@@ -614,37 +603,20 @@ impl Lexer {
     }
 
     /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
-    /// (`chars`, from [`Self::char_classes`]). Per UTF-8 sequence, the distinct NFA sets its
-    /// bytes lead to are stepped byte by byte; every one of them must hold `(t, s)` at the end.
+    /// (`chars`, from [`Self::char_classes`]): every NFA set a character leads to holds it.
     fn loops_on_string_chars(&mut self, t: u32, s: u32, chars: &CharClasses) -> bool {
-        for sequence in chars.iter() {
-            let mut reached: Vec<Vec<(u32, u32)>> = vec![vec![(t, s)]];
-            for classes in sequence.iter() {
-                let mut next_sets: Vec<Vec<(u32, u32)>> = Vec::new();
-                for set in &reached {
-                    for &class in classes.iter() {
-                        let mut next = Vec::new();
-                        self.terminals.new_set();
-                        for &(tt, ss) in set {
-                            self.terminals
-                                .step_and_close(tt, ss, self.class_rep[class], &mut next);
-                        }
-                        if next.is_empty() {
-                            return false;
-                        }
-                        next.sort_unstable();
-                        if !next_sets.contains(&next) {
-                            next_sets.push(next);
-                        }
-                    }
-                }
-                reached = next_sets;
+        let step = |set: &Vec<(u32, u32)>, class: usize| {
+            let mut next = Vec::new();
+            self.terminals.new_set();
+            for &(tt, ss) in set {
+                self.terminals
+                    .step_and_close(tt, ss, self.class_rep[class], &mut next);
             }
-            if !reached.iter().all(|set| set.contains(&(t, s))) {
-                return false;
-            }
-        }
-        true
+            next.sort_unstable();
+            Ok((!next.is_empty()).then_some(next))
+        };
+        let holds = |sets: &[Vec<(u32, u32)>]| sets.iter().all(|set| set.contains(&(t, s)));
+        through_each_char(chars, vec![(t, s)], step, holds).unwrap_or(false)
     }
 
     /// What lexer state `state` can still read, with terminal and NFA state numbers left out:
@@ -801,6 +773,43 @@ impl Lexer {
     pub(crate) fn state_count(&self) -> usize {
         self.states.len()
     }
+}
+
+/// Steps `start` through one string character per UTF-8 sequence of `chars`, byte by byte,
+/// the values reached so far moving together (each kept once): where patterns split the UTF-8
+/// ranges finely this costs the sum of the classes, not their product. `step` gives the value
+/// after a byte class, or `None` where that ends the walk; `reached` gets each sequence's
+/// values after its last byte and says whether to go on. `Ok(false)` when either stopped.
+fn through_each_char<S: PartialEq>(
+    chars: &CharClasses,
+    start: S,
+    mut step: impl FnMut(&S, usize) -> Result<Option<S>, MatchError>,
+    mut reached: impl FnMut(&[S]) -> bool,
+) -> Result<bool, MatchError> {
+    let start = [start];
+    let mut values: Vec<S> = Vec::new();
+    let mut next: Vec<S> = Vec::new();
+    for sequence in chars.iter() {
+        for (position, classes) in sequence.iter().enumerate() {
+            let from: &[S] = if position == 0 { &start } else { &values };
+            for value in from {
+                for &class in classes.iter() {
+                    let Some(to) = step(value, class)? else {
+                        return Ok(false);
+                    };
+                    if !next.contains(&to) {
+                        next.push(to);
+                    }
+                }
+            }
+            std::mem::swap(&mut values, &mut next);
+            next.clear();
+        }
+        if !reached(&values) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The UTF-8 byte ranges of string characters (see `token_index::is_string_char`), one

@@ -22,10 +22,6 @@ use crate::error::MatchError;
 use crate::lexer::{LexId, LEX_DEAD};
 use crate::token_index::{set_bits, TokenIndex, SHORT_STRING};
 
-/// Trie nodes a subtree of string tokens must hold before a lexeme walk asks for its string
-/// radius (smaller ones are walked).
-const MIN_STRING_SUBTREE: usize = 32;
-
 /// What a lexer state alone decides about the vocabulary.
 #[derive(Debug)]
 pub(crate) struct LexemeMask {
@@ -58,14 +54,14 @@ pub(crate) fn lexeme_mask(
     let mut inside = vec![0u32; index.mask_words()].into_boxed_slice();
     let mut boundaries = Vec::new();
     let mut path: Vec<u8> = Vec::new();
-    // The string radius of `lex`, asked for once a large subtree of string tokens shows up.
-    let mut string_radius: Option<u8> = None;
+    // How many string characters `lex` survives (at most `MAX_RADIUS`, so never a subtree's
+    // `u8::MAX`): a subtree of string tokens no longer than that is inside the lexeme.
+    let string_radius = auto.lexer.string_radius(lex)?;
     // Whether the short string tokens below a node are allowed already: then a subtree of
     // them is skipped, not walked (see `TokenIndex::allow_short_strings`).
-    let short_strings_from_root = index.has_short_strings(0) && {
-        let radius = *string_radius.insert(auto.lexer.string_radius(lex)?);
-        radius >= SHORT_STRING && index.allow_short_strings(&mut inside, 0)
-    };
+    let short_strings_from_root = string_radius >= SHORT_STRING
+        && index.has_short_strings(0)
+        && index.allow_short_strings(&mut inside, 0);
     // (end of subtree, lexer state at its root, short string tokens below allowed)
     let mut stack: Vec<(u32, LexId, bool)> =
         vec![(nodes[0].subtree_end, lex, short_strings_from_root)];
@@ -86,20 +82,11 @@ pub(crate) fn lexeme_mask(
                 continue;
             }
         }
-        // Worth asking for the radius at a large subtree; once known, used at any.
-        if chars < u8::MAX
-            && (string_radius.is_some() || node.subtree_end as usize - i >= MIN_STRING_SUBTREE)
-        {
-            let radius = match string_radius {
-                Some(radius) => radius,
-                None => *string_radius.insert(auto.lexer.string_radius(lex)?),
-            };
-            if chars <= radius {
-                // Every token here is at most `radius` string characters read from `lex`.
-                index.allow_subtree(&mut inside, i);
-                i = node.subtree_end as usize;
-                continue;
-            }
+        if chars <= string_radius {
+            // Every token here is at most `string_radius` string characters read from `lex`.
+            index.allow_subtree(&mut inside, i);
+            i = node.subtree_end as usize;
+            continue;
         }
         let next = auto
             .lexer
@@ -131,13 +118,9 @@ pub(crate) fn lexeme_mask(
             continue;
         }
         let short_strings_below = short_strings_allowed
-            || (index.has_short_strings(i) && {
-                let radius = match string_radius {
-                    Some(radius) => radius,
-                    None => *string_radius.insert(auto.lexer.string_radius(lex)?),
-                };
-                radius >= SHORT_STRING && index.allow_short_strings(&mut inside, i)
-            });
+            || (string_radius >= SHORT_STRING
+                && index.has_short_strings(i)
+                && index.allow_short_strings(&mut inside, i));
         stack.push((node.subtree_end, next, short_strings_below));
         path.push(node.byte);
         i += 1;

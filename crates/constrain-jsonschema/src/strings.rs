@@ -22,8 +22,8 @@ const MAX_COMBINED: usize = 256;
 /// has none: the parser checks a set where its keywords are, the emitter spells it later, and
 /// schemas repeat definitions inline, while rebuilding a pattern with length bounds from its
 /// automaton is the costly part of compiling such a schema (and finding it too large as
-/// costly). Installed by [`crate::compile`]; restores the
-/// enclosing compilation's sets on drop.
+/// costly). Installed by [`crate::compile`]; restores the enclosing compilation's sets on
+/// drop.
 pub(crate) struct Combined {
     previous: FxHashMap<StringSet, Result<Re, TooLarge>>,
 }
