@@ -35,14 +35,43 @@ impl Trie {
         Re::alt(alts)
     }
 
-    /// The strings outside the set: those that stop at a node that ends no word, and those
-    /// that leave the trie (a path, then a character no word continues with, then anything).
+    /// The strings outside the set: those with a character outside a small alphabet (a
+    /// run of alphabet characters, that character, then anything), and those within the
+    /// alphabet that stop at a node that ends no word or leave the trie (a path, then an
+    /// alphabet character no word continues with there, then anything).
+    ///
+    /// The alphabet is printable ASCII and every character a word uses. Each node's
+    /// departure class is kept to it: the rest of the characters, which as JSON text is
+    /// the large part (raw multi-byte characters, `\u` escapes, surrogate pairs), is
+    /// spelled once for the whole set instead of once per node. A fixed alphabet keeps the
+    /// departure classes the same from one set to the next, so their spellings are reused.
     /// The trailing "anything" is shared, which keeps the expression as small as the trie.
     fn complement(&self) -> Re {
+        let alphabet = self
+            .characters()
+            .union(&CharSet::from_ranges([(0x20, 0x7E)]));
         Re::alt(vec![
+            Re::concat(vec![
+                Re::repeat(Re::class(alphabet.clone()), 0, None),
+                Re::class(alphabet.complement()),
+                Re::any_string(),
+            ]),
             self.unfinished(),
-            Re::concat(vec![self.departures(), Re::any_string()]),
+            Re::concat(vec![self.departures(&alphabet), Re::any_string()]),
         ])
+    }
+
+    /// Every character some word uses.
+    fn characters(&self) -> CharSet {
+        let mut used = Vec::new();
+        let mut pending = vec![self];
+        while let Some(node) = pending.pop() {
+            for (&c, child) in &node.children {
+                used.push((c as u32, c as u32));
+                pending.push(child);
+            }
+        }
+        CharSet::from_ranges(used)
     }
 
     /// Paths to nodes that end no word.
@@ -60,15 +89,15 @@ impl Trie {
         Re::alt(alts)
     }
 
-    /// A path followed by a character that leaves the trie.
-    fn departures(&self) -> Re {
+    /// A path followed by a character of `alphabet` that leaves the trie.
+    fn departures(&self, alphabet: &CharSet) -> Re {
         let mut alts = Vec::with_capacity(self.children.len() + 1);
         let firsts = CharSet::from_ranges(self.children.keys().map(|&c| (c as u32, c as u32)));
-        alts.push(Re::class(firsts.complement()));
+        alts.push(Re::class(alphabet.difference(&firsts)));
         for (c, child) in &self.children {
             alts.push(Re::concat(vec![
                 Re::Literal(c.to_string()),
-                child.departures(),
+                child.departures(alphabet),
             ]));
         }
         Re::alt(alts)
@@ -104,6 +133,35 @@ mod tests {
             let member = words.iter().any(|x| x == w);
             assert_eq!(set.matches(w), member, "{w}");
             assert_eq!(not.matches(w), !member, "{w}");
+        }
+    }
+
+    #[test]
+    fn complement_holds_for_every_short_string() {
+        let sets: [&[&str]; 4] = [
+            &["ab", "abc", "b", "é"],
+            &["name", "namespace", "kind"],
+            &[""],
+            &[],
+        ];
+        let alphabet = ['a', 'b', 'c', 'é', 'z', '😀', 'n', '\n'];
+        for words in sets {
+            let words: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+            let not = Dfa::from_re(&Re::not_in(&words)).expect("small");
+            // Every string of up to four characters of `alphabet`, and the words.
+            let mut strings = vec![String::new()];
+            let mut layer = strings.clone();
+            for _ in 0..4 {
+                layer = layer
+                    .iter()
+                    .flat_map(|s| alphabet.iter().map(move |&c| format!("{s}{c}")))
+                    .collect();
+                strings.extend(layer.iter().cloned());
+            }
+            strings.extend(words.iter().cloned());
+            for s in &strings {
+                assert_eq!(not.matches(s), !words.contains(s), "{words:?}: {s:?}");
+            }
         }
     }
 }
