@@ -40,16 +40,14 @@ impl Trie {
     /// alphabet that stop at a node that ends no word or leave the trie (a path, then an
     /// alphabet character no word continues with there, then anything).
     ///
-    /// The alphabet is printable ASCII and every character a word uses. Each node's
+    /// The alphabet is printable ASCII and `used`, every character a word uses. Each node's
     /// departure class is kept to it: the rest of the characters, which as JSON text is
     /// the large part (raw multi-byte characters, `\u` escapes, surrogate pairs), is
     /// spelled once for the whole set instead of once per node. A fixed alphabet keeps the
     /// departure classes the same from one set to the next, so their spellings are reused.
     /// The trailing "anything" is shared, which keeps the expression as small as the trie.
-    fn complement(&self) -> Re {
-        let alphabet = self
-            .characters()
-            .union(&CharSet::from_ranges([(0x20, 0x7E)]));
+    fn complement(&self, used: &CharSet) -> Re {
+        let alphabet = used.union(&CharSet::from_ranges([(0x20, 0x7E)]));
         Re::alt(vec![
             Re::concat(vec![
                 Re::repeat(Re::class(alphabet.clone()), 0, None),
@@ -59,19 +57,6 @@ impl Trie {
             self.unfinished(),
             Re::concat(vec![self.departures(&alphabet), Re::any_string()]),
         ])
-    }
-
-    /// Every character some word uses.
-    fn characters(&self) -> CharSet {
-        let mut used = Vec::new();
-        let mut pending = vec![self];
-        while let Some(node) = pending.pop() {
-            for (&c, child) in &node.children {
-                used.push((c as u32, c as u32));
-                pending.push(child);
-            }
-        }
-        CharSet::from_ranges(used)
     }
 
     /// Paths to nodes that end no word.
@@ -112,7 +97,13 @@ impl Re {
 
     /// Every string except the given ones.
     pub(crate) fn not_in(strings: &[String]) -> Re {
-        Trie::build(strings).complement()
+        let used = CharSet::from_ranges(
+            strings
+                .iter()
+                .flat_map(|s| s.chars())
+                .map(|c| (c as u32, c as u32)),
+        );
+        Trie::build(strings).complement(&used)
     }
 }
 
