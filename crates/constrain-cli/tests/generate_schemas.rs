@@ -1,13 +1,13 @@
 //! Every schema of `schemas/`, with the real model: greedy and five seeds at temperature 1.0
-//! all exit 0 with JSON that the `jsonschema` validator accepts.
+//! all exit 0 with JSON that the `jsonschema` validator accepts, its strings spelled canonically.
 
 #![cfg(feature = "llama")]
 
 mod generate_support;
 
 use generate_support::{
-    complete, constrain, generation_args, json_validates, model_available, read_schema,
-    sampling_cases, schema_files, schema_prompt, validator,
+    canonical_escapes, complete, constrain, generation_args, json_validates, model_available,
+    read_schema, sampling_cases, schema_files, schema_prompt, validator,
 };
 
 /// Runs every sampling case for one schema and fails with all bad runs listed.
@@ -26,7 +26,9 @@ fn check_schema(file: &str) {
         let args = generation_args(&["--schema", &schema_arg], &prompt, "160", &sampling);
         let run = constrain(&args, None);
         let outcome = match run.code {
-            Some(0) => complete(&run).and_then(|()| json_validates(&validator, &run.stdout)),
+            Some(0) => complete(&run)
+                .and_then(|()| json_validates(&validator, &run.stdout))
+                .and_then(|()| canonical_escapes(&run.stdout)),
             code => Err(format!("exit {code:?}: {}", run.stderr)),
         };
         if let Err(why) = outcome {

@@ -5,6 +5,7 @@
 use constrain_engine::Expr;
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 
+use crate::options::Escapes;
 use crate::re::{unicode_class, CharSet, Re};
 
 /// Characters that JSON lets appear as a short escape, with the escape letter.
@@ -22,21 +23,20 @@ const SHORT_ESCAPES: [(char, u8); 8] = [
 /// The JSON text (between the quotes) of the strings of `re`, as a grammar expression whose
 /// repetitions are grammar repetitions: the engine then sees what a bounded repetition costs
 /// (a copy per count) when it decides what to fold into one terminal.
-pub(crate) fn encode_expr(re: &Re) -> Expr {
+pub(crate) fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
     if out_of_time() {
         return Expr::from_hir(Hir::fail());
     }
+    let each = |parts: &[Re]| parts.iter().map(|p| encode_expr(p, escapes)).collect();
     match re {
-        Re::Concat(parts) => Expr::seq(parts.iter().map(encode_expr).collect()),
-        Re::Alt(parts) if parts.iter().any(has_counted_repeat) => {
-            Expr::alt(parts.iter().map(encode_expr).collect())
-        }
+        Re::Concat(parts) => Expr::seq(each(parts)),
+        Re::Alt(parts) if parts.iter().any(has_counted_repeat) => Expr::alt(each(parts)),
         Re::Repeat {
             re: inner,
             min,
             max,
-        } if has_counted_repeat(re) => encode_expr(inner).repeat(*min, *max),
-        other => Expr::from_hir(encode(other)),
+        } if has_counted_repeat(re) => encode_expr(inner, escapes).repeat(*min, *max),
+        other => Expr::from_hir(encode(other, escapes)),
     }
 }
 
@@ -55,8 +55,17 @@ fn has_counted_repeat(re: &Re) -> bool {
     }
 }
 
-/// The JSON text (between the quotes) of the strings of `re`.
-pub(crate) fn encode(re: &Re) -> Hir {
+/// The JSON text (between the quotes) of the strings of `re`, with the spellings `escapes`
+/// allows.
+pub(crate) fn encode(re: &Re, escapes: Escapes) -> Hir {
+    match escapes {
+        Escapes::Any => encode_any(re),
+        Escapes::Canonical => encode_canonical(re),
+    }
+}
+
+/// Every JSON spelling of the strings of `re`.
+fn encode_any(re: &Re) -> Hir {
     if out_of_time() {
         return Hir::fail();
     }
@@ -67,13 +76,13 @@ pub(crate) fn encode(re: &Re) -> Hir {
                 .map(|c| encode_class(&CharSet::single(c)))
                 .collect(),
         ),
-        Re::Concat(parts) => Hir::concat(parts.iter().map(encode).collect()),
-        Re::Alt(parts) => alternation(parts.iter().map(encode).collect()),
+        Re::Concat(parts) => Hir::concat(parts.iter().map(encode_any).collect()),
+        Re::Alt(parts) => alternation(parts.iter().map(encode_any).collect()),
         Re::Repeat { re, min, max } => Hir::repetition(Repetition {
             min: *min,
             max: *max,
             greedy: true,
-            sub: Box::new(encode(re)),
+            sub: Box::new(encode_any(re)),
         }),
         // Assertions are resolved before encoding; an unresolved one would match nothing.
         Re::Look(_) => Hir::fail(),
@@ -81,8 +90,11 @@ pub(crate) fn encode(re: &Re) -> Hir {
 }
 
 /// The JSON text of the strings of `re`, spelled as `json.dumps(..., ensure_ascii=False)` does:
-/// raw characters, short escapes where they exist, `\u00XX` for other control characters.
+/// raw characters, short escapes where they exist, `\u00xx` for other control characters.
 pub(crate) fn encode_canonical(re: &Re) -> Hir {
+    if out_of_time() {
+        return Hir::fail();
+    }
     match re {
         Re::Class(set) => canonical_class(set),
         Re::Literal(s) => Hir::literal(canonical_text(s).into_bytes()),
@@ -349,11 +361,11 @@ mod tests {
     #[test]
     fn spelling_stops_when_the_deadline_has_passed() {
         let re = Re::literal("ab");
-        assert!(full_match(encode(&re), "ab"));
+        assert!(full_match(encode_any(&re), "ab"));
         let late = crate::deadline::Guard::install(Some(std::time::Duration::ZERO));
-        assert!(!full_match(encode(&re), "ab"), "cut short");
+        assert!(!full_match(encode_any(&re), "ab"), "cut short");
         drop(late);
-        assert!(full_match(encode(&re), "ab"));
+        assert!(full_match(encode_any(&re), "ab"));
     }
 
     fn full_match(hir: Hir, text: &str) -> bool {
@@ -414,27 +426,27 @@ mod tests {
             "\\uD83D\\uDE00",
             "\\u0000",
         ] {
-            assert!(full_match(encode(&any), text), "{text}");
+            assert!(full_match(encode_any(&any), text), "{text}");
         }
         for text in [
             "\"", "\\", "\\x", "\\ud83d", "\\ude00", "\\u12", "\n", "\u{1f}",
         ] {
-            assert!(!full_match(encode(&any), text), "{text}");
+            assert!(!full_match(encode_any(&any), text), "{text}");
         }
     }
 
     #[test]
     fn classes_map_to_their_escapes() {
         let digits = Re::repeat(Re::class(CharSet::from_ranges([(0x30, 0x39)])), 1, None);
-        assert!(full_match(encode(&digits), "12\\u0033"));
-        assert!(!full_match(encode(&digits), "12\\u0041"));
+        assert!(full_match(encode_any(&digits), "12\\u0033"));
+        assert!(!full_match(encode_any(&digits), "12\\u0041"));
         let astral = Re::class(CharSet::from_ranges([(0x1F600, 0x1F64F)]));
-        assert!(full_match(encode(&astral), "\\ud83d\\ude4f"));
-        assert!(!full_match(encode(&astral), "\\ud83d\\ude50"));
+        assert!(full_match(encode_any(&astral), "\\ud83d\\ude4f"));
+        assert!(!full_match(encode_any(&astral), "\\ud83d\\ude50"));
         let quote = Re::literal("a\"b");
-        assert!(full_match(encode(&quote), "a\\\"b"));
-        assert!(full_match(encode(&quote), "a\\u0022b"));
-        assert!(!full_match(encode(&quote), "a\"b"));
+        assert!(full_match(encode_any(&quote), "a\\\"b"));
+        assert!(full_match(encode_any(&quote), "a\\u0022b"));
+        assert!(!full_match(encode_any(&quote), "a\"b"));
     }
 
     #[test]

@@ -104,7 +104,7 @@ mod uri;
 mod validate;
 
 pub use error::{SchemaError, Warning, WarningKind};
-pub use options::{AdditionalProperties, Options, PropertyOrder, Separators, Whitespace};
+pub use options::{AdditionalProperties, Escapes, Options, PropertyOrder, Separators, Whitespace};
 
 use constrain_engine::Grammar;
 

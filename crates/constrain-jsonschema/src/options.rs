@@ -133,6 +133,24 @@ pub enum PropertyOrder {
     Any,
 }
 
+/// Which JSON spellings of a string the grammar accepts.
+///
+/// JSON lets every character of a string be written as a `\uXXXX` escape (and a few as short
+/// escapes such as `\/`). Accepting all of them is what reading JSON text needs; a generator
+/// rarely wants them: a small model that starts a key with `\u006C` keeps going that way, and a
+/// declared key with many spellings cannot be forced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Escapes {
+    /// Every spelling JSON allows.
+    #[default]
+    Any,
+    /// Only the spelling of Python's `json.dumps(..., ensure_ascii=False)`: characters raw,
+    /// escaped only where JSON requires it (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, and
+    /// `\u00xx` for the other control characters). Every string value keeps exactly one
+    /// spelling, so none becomes unreachable.
+    Canonical,
+}
+
 /// Compilation options. [`Options::default`] follows the specification, with bounded whitespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -149,6 +167,8 @@ pub struct Options {
     pub lenient: bool,
     /// Order of declared properties.
     pub property_order: PropertyOrder,
+    /// Spellings of strings.
+    pub escapes: Escapes,
     /// Deepest nesting of arrays/objects inside a value the schema does not describe (`{}`,
     /// `true`, an absent `items`...); `u32::MAX` (the default) for no limit.
     pub max_untyped_depth: u32,
@@ -177,6 +197,7 @@ impl Default for Options {
             additional_properties: AdditionalProperties::Spec,
             lenient: false,
             property_order: PropertyOrder::Schema,
+            escapes: Escapes::Any,
             max_untyped_depth: u32::MAX,
             max_any_order_properties: 6,
             assert_formats: true,

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{byte_index, Checked};
-use constrain_jsonschema::{AdditionalProperties, Options, Separators, Whitespace};
+use constrain_jsonschema::{AdditionalProperties, Escapes, Options, Separators, Whitespace};
 use serde_json::json;
 
 fn compiled(schema: serde_json::Value, options: Options) -> Checked {
@@ -127,4 +127,53 @@ fn schema_less_values_can_be_bounded() {
     assert!(!c.accepts_text(r#"{"a": [[1]]}"#));
     let c = compiled(json!(true), Options::default());
     assert!(c.accepts_text(r#"[[[[[[{"deep": [[[[]]]]}]]]]]]"#));
+}
+
+#[test]
+fn canonical_escapes_leave_each_string_one_spelling() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "kind": {"enum": ["a/b", "x\"y"]},
+            "code": {"type": "string", "pattern": "^[a-z]+$"}
+        },
+        "additionalProperties": {"type": "string"}
+    });
+    let canonical = compiled(
+        schema.clone(),
+        Options {
+            escapes: Escapes::Canonical,
+            ..Options::default()
+        },
+    );
+    let any = compiled(schema, Options::default());
+    // Every value keeps its canonical spelling, which is what serde_json writes.
+    for name in [
+        "plain",
+        "quote \" backslash \\ slash /",
+        "\n\r\t\u{8}\u{c}",
+        "\u{0}\u{1f}\u{7f}",
+        "é中🙏",
+    ] {
+        let value = json!({"name": name, "kind": "a/b", "code": "abc", "ü\n": "v"});
+        let text = serde_json::to_string(&value).expect("serializes");
+        assert!(canonical.accepts_text(&text), "{text}");
+        assert!(any.accepts_text(&text), "{text}");
+    }
+    // Other spellings of the same values: only without the option.
+    for text in [
+        r#"{"n\u0061me": "x"}"#,
+        r#"{"name": "\u0078"}"#,
+        r#"{"name": "a\/b"}"#,
+        r#"{"name": "\u000A"}"#,
+        r#"{"name": "\ud83d\ude4f"}"#,
+        r#"{"kind": "a\/b"}"#,
+        r#"{"kind": "x\u0022y"}"#,
+        r#"{"code": "\u0061"}"#,
+        r#"{"\u00fc": "v"}"#,
+    ] {
+        assert!(any.accepts_text(text), "{text}");
+        assert!(!canonical.accepts_text(text), "{text}");
+    }
 }

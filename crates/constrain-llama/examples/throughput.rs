@@ -15,6 +15,7 @@
 //! ```text
 //! cargo run --release -p constrain-llama --example throughput -- \
 //!     [--schemas DIR] [--seeds N] [--max-tokens N] [--temperature T] [--threads N] [--model PATH]
+//!     [--escapes canonical|any]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,8 @@ struct Settings {
     temperature: f32,
     threads: Option<u32>,
     model: Option<PathBuf>,
+    /// The string spellings the schemas' grammars allow (`constrain --escapes`).
+    escapes: constrain_jsonschema::Escapes,
 }
 
 fn parse_args() -> Result<Settings, String> {
@@ -44,6 +47,7 @@ fn parse_args() -> Result<Settings, String> {
         temperature: 0.8,
         threads: None,
         model: None,
+        escapes: constrain_jsonschema::Escapes::Canonical,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -56,6 +60,13 @@ fn parse_args() -> Result<Settings, String> {
             "--temperature" => settings.temperature = value()?.parse().map_err(|e| bad(&e))?,
             "--threads" => settings.threads = Some(value()?.parse().map_err(|e| bad(&e))?),
             "--model" => settings.model = Some(PathBuf::from(value()?)),
+            "--escapes" => {
+                settings.escapes = match value()?.as_str() {
+                    "canonical" => constrain_jsonschema::Escapes::Canonical,
+                    "any" => constrain_jsonschema::Escapes::Any,
+                    other => return Err(bad(&format!("{other:?} is not canonical or any"))),
+                }
+            }
             _ => return Err(format!("unknown argument {flag}")),
         }
     }
@@ -80,11 +91,13 @@ fn schema_prompt(schema: &serde_json::Value) -> Result<String, String> {
     Ok(prompt)
 }
 
-/// The layout `constrain --schema` generates: one line, `json.dumps` separators.
-fn schema_options() -> constrain_jsonschema::Options {
+/// The layout `constrain --schema` generates: one line, `json.dumps` separators, strings
+/// spelled as `escapes` allows (canonically by default).
+fn schema_options(escapes: constrain_jsonschema::Escapes) -> constrain_jsonschema::Options {
     constrain_jsonschema::Options {
         whitespace: constrain_jsonschema::Whitespace::Compact,
         separators: Some(constrain_jsonschema::Separators::python()),
+        escapes,
         ..constrain_jsonschema::Options::default()
     }
 }
@@ -218,7 +231,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
 
         let t = Instant::now();
-        let compiled = constrain_jsonschema::compile(&schema, &schema_options())
+        let compiled = constrain_jsonschema::compile(&schema, &schema_options(settings.escapes))
             .map_err(|e| format!("{name}: {e}"))?;
         let grammar = model.compile(&compiled.grammar, Limits::default())?;
         compile_ms.push((name.clone(), t.elapsed().as_secs_f64() * 1e3));

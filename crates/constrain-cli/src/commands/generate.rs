@@ -8,7 +8,7 @@ mod run;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::test_cases::PropertyOrderArg;
+use super::test_cases::{EscapesArg, PropertyOrderArg};
 
 /// Shown after `--help`.
 pub const EXAMPLES: &str = "\
@@ -68,6 +68,15 @@ pub struct Args {
         help_heading = "Constraint"
     )]
     pub property_order: PropertyOrderArg,
+    /// With --schema or --json: which spellings of strings the output may use (`canonical`:
+    /// as `json.dumps(..., ensure_ascii=False)` writes them; `any`: every escape JSON allows).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = EscapesArg::Canonical,
+        help_heading = "Constraint"
+    )]
+    pub escapes: EscapesArg,
 
     /// GGUF model file [default: the cached model from `constrain fetch-model`].
     #[arg(long, value_name = "PATH", help_heading = "Model")]

@@ -242,3 +242,37 @@ pub fn json_validates(validator: &jsonschema::Validator, output: &[u8]) -> Resul
         Err(errors.join("; "))
     }
 }
+
+/// `Ok` when every escape in `output` is one `json.dumps(..., ensure_ascii=False)` writes
+/// (`constrain --schema` spells strings only that way): `\"`, `\\`, `\n`, `\r`, `\t`, `\b`,
+/// `\f`, and `\u00xx` for the other control characters.
+pub fn canonical_escapes(output: &[u8]) -> Result<(), String> {
+    let mut i = 0;
+    while i < output.len() {
+        if output[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let escape = &output[i..output.len().min(i + 6)];
+        let canonical = match escape.get(1) {
+            Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => true,
+            Some(b'u') => {
+                let hex = std::str::from_utf8(&escape[2..]).unwrap_or("");
+                hex.len() == 4
+                    // Control characters without a short escape.
+                    && u32::from_str_radix(hex, 16)
+                        .is_ok_and(|c| c < 0x20 && ![0x08, 0x09, 0x0A, 0x0C, 0x0D].contains(&c))
+                    && hex == hex.to_lowercase()
+            }
+            _ => false,
+        };
+        if !canonical {
+            return Err(format!(
+                "escape {:?} at byte {i} is not the canonical spelling",
+                String::from_utf8_lossy(escape)
+            ));
+        }
+        i += if escape.get(1) == Some(&b'u') { 6 } else { 2 };
+    }
+    Ok(())
+}

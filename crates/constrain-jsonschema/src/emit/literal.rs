@@ -10,6 +10,7 @@ use crate::error::{SchemaError, WarningKind};
 use crate::ir::{ArraySet, KeyRule, KeySet, Lit, Node, ObjectSet};
 use crate::json_text;
 use crate::number::Decimal;
+use crate::options::Escapes;
 use crate::re::{CharSet, Re};
 
 /// Above this many characters of string literals, they are spelled only the way
@@ -44,7 +45,8 @@ impl Emitter<'_, '_> {
         if !strings.is_empty() {
             let chars: usize = strings.iter().map(|s| s.chars().count()).sum();
             let set = Re::one_of_strings(&strings);
-            let hir = if chars > MAX_ALL_SPELLINGS_CHARS {
+            let escapes = self.ctx.options.escapes;
+            let hir = if escapes == Escapes::Any && chars > MAX_ALL_SPELLINGS_CHARS {
                 let pointer = self.pointer.clone();
                 self.ctx.warn(
                     &pointer,
@@ -54,7 +56,7 @@ impl Emitter<'_, '_> {
                 );
                 json_text::encode_canonical(&set)
             } else {
-                json_text::encode(&set)
+                json_text::encode(&set, escapes)
             };
             alts.push(quoted(hir));
         }

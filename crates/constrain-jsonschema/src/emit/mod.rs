@@ -275,7 +275,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let mut alts = vec![
             Expr::regex("null|true|false")?,
             scalar::any_number()?,
-            scalar::any_string(),
+            scalar::any_string(self.ctx.options.escapes),
         ];
         if budget > 0 {
             let inner_budget = if budget == u32::MAX {
@@ -286,7 +286,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let child_depth = self.layout.depth_key(depth + 1);
             let child = self.any_value(child_depth, inner_budget)?;
             let member = Expr::seq(vec![
-                scalar::any_string(),
+                scalar::any_string(self.ctx.options.escapes),
                 self.layout.key_sep(),
                 child.clone(),
             ]);

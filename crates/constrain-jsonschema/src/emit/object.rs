@@ -66,7 +66,10 @@ impl Emitter<'_, '_> {
                 }
                 continue;
             }
-            let key = quoted(json_text::encode(&Re::literal(name)));
+            let key = quoted(json_text::encode(
+                &Re::literal(name),
+                self.ctx.options.escapes,
+            ));
             let value = self.emit(node, child)?;
             let expr = Expr::seq(vec![key.clone(), self.layout.key_sep(), value]);
             let rule = self.fresh_rule(&format!("member-{name}"), expr)?;
@@ -156,7 +159,7 @@ impl Emitter<'_, '_> {
             if keys.is_nothing() || value == Node::Nothing {
                 continue;
             }
-            let key = string_of(&keys, &pointer)?;
+            let key = string_of(&keys, self.ctx.options.escapes, &pointer)?;
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
             for (mask, exprs) in witnesses.iter_mut() {
@@ -186,7 +189,7 @@ impl Emitter<'_, '_> {
                 }
                 let value = self.emit(&v, child)?;
                 exprs.push(Expr::seq(vec![
-                    string_of(&witness_keys, &pointer)?,
+                    string_of(&witness_keys, self.ctx.options.escapes, &pointer)?,
                     self.layout.key_sep(),
                     value,
                 ]));

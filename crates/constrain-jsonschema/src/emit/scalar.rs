@@ -9,6 +9,7 @@ use crate::error::SchemaError;
 use crate::ir::{NumberSet, StringSet};
 use crate::json_text;
 use crate::number::{number_re, Decimal, Kind};
+use crate::options::Escapes;
 use crate::re::dfa::{self, Dfa};
 use crate::re::{CharSet, Re};
 use crate::strings::{string_re, string_re_or_subset};
@@ -21,8 +22,8 @@ pub(crate) fn any_number() -> Result<Expr, SchemaError> {
 }
 
 /// Any JSON string, quotes included.
-pub(crate) fn any_string() -> Expr {
-    quoted(json_text::encode(&Re::any_string()))
+pub(crate) fn any_string(escapes: Escapes) -> Expr {
+    quoted(json_text::encode(&Re::any_string(), escapes))
 }
 
 /// A JSON string whose text between the quotes is `body`.
@@ -36,8 +37,8 @@ pub(crate) fn quoted(body: Hir) -> Expr {
 
 /// A JSON string whose decoded value is in `re`; the compile-time error (at `pointer`) when
 /// the deadline passes while it is spelled.
-pub(crate) fn string_of(re: &Re, pointer: &str) -> Result<Expr, SchemaError> {
-    let expr = match json_text::encode_expr(re) {
+pub(crate) fn string_of(re: &Re, escapes: Escapes, pointer: &str) -> Result<Expr, SchemaError> {
+    let expr = match json_text::encode_expr(re, escapes) {
         Expr::Regex(body) => quoted(*body),
         body => Expr::seq(vec![Expr::literal("\""), body, Expr::literal("\"")]),
     };
@@ -119,7 +120,7 @@ impl Emitter<'_, '_> {
                 }
             }
         };
-        let spelled = string_of(&re, &self.pointer);
+        let spelled = string_of(&re, self.ctx.options.escapes, &self.pointer);
         if spelled.is_err() {
             constrain_engine::free_in_background(re);
         }

@@ -68,13 +68,15 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
 }
 
 /// The specification's semantics, in one fixed layout: one line, `", "` and `": "` between
-/// items (as Python's `json.dumps` writes). Small models given any freedom in whitespace
-/// tend to spend their tokens on newlines and indentation instead of content.
+/// items, strings spelled canonically unless `--escapes any` (as Python's `json.dumps` writes).
+/// Small models given any freedom in whitespace tend to spend their tokens on newlines and
+/// indentation instead of content, and given escapes, on `\u0061`-style spellings.
 fn schema_options(args: &Args) -> constrain_jsonschema::Options {
     constrain_jsonschema::Options {
         whitespace: constrain_jsonschema::Whitespace::Compact,
         separators: Some(constrain_jsonschema::Separators::python()),
         property_order: args.property_order.into(),
+        escapes: args.escapes.into(),
         ..constrain_jsonschema::Options::default()
     }
 }

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::dataset;
 use super::sample::WalkLimits;
 use super::soundness_check::{check_schema, spread_sample, CheckOptions, SchemaCheck};
-use crate::commands::test_cases::PropertyOrderArg;
+use crate::commands::test_cases::{EscapesArg, PropertyOrderArg};
 
 /// Arguments of `constrain bench soundness`.
 #[derive(clap::Args, Debug)]
@@ -42,6 +42,9 @@ pub struct Args {
     /// The order in which an object's declared properties may appear.
     #[arg(long, value_enum, default_value_t = PropertyOrderArg::Schema)]
     property_order: PropertyOrderArg,
+    /// Which spellings of strings the grammars accept.
+    #[arg(long, value_enum, default_value_t = EscapesArg::Any)]
+    escapes: EscapesArg,
 }
 
 /// Runs the check; exits with 1 when any document breaks its schema.
@@ -60,6 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         schema: constrain_jsonschema::Options {
             property_order: args.property_order.into(),
+            escapes: args.escapes.into(),
             ..constrain_jsonschema::Options::default()
         },
         ..CheckOptions::default()

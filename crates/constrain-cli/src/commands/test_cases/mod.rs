@@ -65,6 +65,24 @@ impl From<PropertyOrderArg> for constrain_jsonschema::PropertyOrder {
     }
 }
 
+/// `--escapes`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum EscapesArg {
+    /// Strings spelled only as `json.dumps(..., ensure_ascii=False)` writes them.
+    Canonical,
+    /// Every spelling JSON allows (`\u0061` for `a`, `\/` for `/`, ...).
+    Any,
+}
+
+impl From<EscapesArg> for constrain_jsonschema::Escapes {
+    fn from(arg: EscapesArg) -> Self {
+        match arg {
+            EscapesArg::Canonical => constrain_jsonschema::Escapes::Canonical,
+            EscapesArg::Any => constrain_jsonschema::Escapes::Any,
+        }
+    }
+}
+
 impl Args {
     /// The schema compiler's options these arguments ask for.
     fn schema_options(&self) -> constrain_jsonschema::Options {
