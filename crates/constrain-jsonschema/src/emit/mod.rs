@@ -34,6 +34,10 @@ pub(crate) struct Emitter<'c, 'a> {
     memo: FxHashMap<(Node, u32), RuleId>,
     /// Rule of a schema-less value, per nesting budget left.
     any_rules: FxHashMap<(u32, u32), RuleId>,
+    /// Rule of the undeclared members of an object (`None`: there are none), by what they
+    /// depend on: the variants of one object (per branch of a `oneOf`, per subset of the
+    /// members seen...) share it instead of each spelling the complement of its keys again.
+    extra_rules: FxHashMap<object::ExtraKey, Option<RuleId>>,
     /// Rule bodies, given to the builder once unproductive parts are pruned.
     bodies: FxHashMap<RuleId, Expr>,
     declared: Vec<RuleId>,
@@ -55,6 +59,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             pending: Vec::new(),
             memo: FxHashMap::default(),
             any_rules: FxHashMap::default(),
+            extra_rules: FxHashMap::default(),
             bodies: FxHashMap::default(),
             declared: Vec::new(),
             name_counts: FxHashMap::default(),

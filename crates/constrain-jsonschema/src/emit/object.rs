@@ -6,7 +6,7 @@ use constrain_engine::{Expr, RuleId, Unordered, UnorderedMember};
 use super::scalar::{quoted, string_of};
 use super::Emitter;
 use crate::error::{SchemaError, WarningKind};
-use crate::ir::{KeySet, Node, ObjectSet};
+use crate::ir::{KeyRule, KeySet, Node, ObjectSet};
 use crate::json_text;
 use crate::options::PropertyOrder;
 use crate::re::{dfa, Re};
@@ -25,6 +25,15 @@ struct Member {
     required: bool,
     expr: Option<Expr>,
     witnesses: Vec<(u32, Expr)>,
+}
+
+/// What the undeclared members of an object depend on, when no member is required to exist.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ExtraKey {
+    declared: Vec<String>,
+    rules: Vec<KeyRule>,
+    names: Vec<std::rc::Rc<Re>>,
+    depth: u32,
 }
 
 /// What the state machines of an object put together.
@@ -150,6 +159,21 @@ impl Emitter<'_, '_> {
         some: &[crate::ir::Exists],
         child: u32,
     ) -> Result<Member, SchemaError> {
+        // With no member required to exist there are no witness variants, and the rest
+        // depends only on these.
+        let cache_key = some.is_empty().then(|| ExtraKey {
+            declared: o.props.iter().map(|(k, _)| k.clone()).collect(),
+            rules: o.rules.clone(),
+            names: o.names.clone(),
+            depth: child,
+        });
+        if let Some(&rule) = cache_key.as_ref().and_then(|k| self.extra_rules.get(k)) {
+            return Ok(Member {
+                required: false,
+                expr: rule.map(Expr::rule),
+                witnesses: Vec::new(),
+            });
+        }
         let pointer = self.pointer.clone();
         let regions = self.regions(o)?;
         let mut alts = Vec::new();
@@ -195,13 +219,15 @@ impl Emitter<'_, '_> {
                 ]));
             }
         }
-        let expr = if alts.is_empty() {
+        let rule = if alts.is_empty() {
             None
         } else {
-            Some(Expr::rule(
-                self.fresh_rule("member-other", Expr::alt(alts))?,
-            ))
+            Some(self.fresh_rule("member-other", Expr::alt(alts))?)
         };
+        if let Some(key) = cache_key {
+            self.extra_rules.insert(key, rule);
+        }
+        let expr = rule.map(Expr::rule);
         let mut ws = Vec::new();
         for (mask, exprs) in witnesses {
             if !exprs.is_empty() {
