@@ -33,7 +33,9 @@ pub enum Error {
 #[derive(Clone, Debug)]
 pub enum Constraint {
     /// A JSON document valid against this schema (default options: schema semantics,
-    /// bounded whitespace).
+    /// bounded whitespace, every JSON spelling of strings; for generation,
+    /// [`JsonSchemaWith`](Constraint::JsonSchemaWith) with [`Escapes::Canonical`](crate::Escapes)
+    /// keeps a model from spelling `"name"` as `"n\u0061me"`).
     JsonSchema(serde_json::Value),
     /// A JSON document valid against this schema, with these options.
     JsonSchemaWith(serde_json::Value, Options),

@@ -68,6 +68,6 @@ pub use constrain_engine::{
     Matcher, TokenIndex,
 };
 pub use constrain_gbnf::GbnfError;
-pub use constrain_jsonschema::{Options as SchemaOptions, SchemaError};
+pub use constrain_jsonschema::{Escapes, Options as SchemaOptions, SchemaError};
 pub use constrain_sampling::{Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar};
 pub use constrain_vocab::{TokenKind, Tokenizer, VocabError, Vocabulary};
