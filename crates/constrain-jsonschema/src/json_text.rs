@@ -91,7 +91,7 @@ fn encode_any(re: &Re) -> Hir {
 
 /// The JSON text of the strings of `re`, spelled as `json.dumps(..., ensure_ascii=False)` does:
 /// raw characters, short escapes where they exist, `\u00xx` for other control characters.
-pub(crate) fn encode_canonical(re: &Re) -> Hir {
+fn encode_canonical(re: &Re) -> Hir {
     if out_of_time() {
         return Hir::fail();
     }

@@ -45,8 +45,8 @@ impl Emitter<'_, '_> {
         if !strings.is_empty() {
             let chars: usize = strings.iter().map(|s| s.chars().count()).sum();
             let set = Re::one_of_strings(&strings);
-            let escapes = self.ctx.options.escapes;
-            let hir = if escapes == Escapes::Any && chars > MAX_ALL_SPELLINGS_CHARS {
+            let mut escapes = self.ctx.options.escapes;
+            if escapes == Escapes::Any && chars > MAX_ALL_SPELLINGS_CHARS {
                 let pointer = self.pointer.clone();
                 self.ctx.warn(
                     &pointer,
@@ -54,11 +54,9 @@ impl Emitter<'_, '_> {
                     WarningKind::CanonicalSpelling,
                     format!("{chars} characters of string literals: only their canonical spelling is accepted"),
                 );
-                json_text::encode_canonical(&set)
-            } else {
-                json_text::encode(&set, escapes)
-            };
-            alts.push(quoted(hir));
+                escapes = Escapes::Canonical;
+            }
+            alts.push(quoted(json_text::encode(&set, escapes)));
         }
         Ok(Expr::alt(alts))
     }

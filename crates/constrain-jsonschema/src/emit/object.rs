@@ -165,7 +165,7 @@ impl Emitter<'_, '_> {
             declared: o.props.iter().map(|(k, _)| k.clone()).collect(),
             rules: o.rules.clone(),
             names: o.names.clone(),
-            depth: child,
+            depth: self.layout.depth_key(child),
         });
         if let Some(&rule) = cache_key.as_ref().and_then(|k| self.extra_rules.get(k)) {
             return Ok(Member {
