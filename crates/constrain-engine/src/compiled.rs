@@ -225,7 +225,10 @@ impl CompiledGrammar {
     /// The lexeme walk from `lex` another grammar shared through the token index (by
     /// signature), or computed now and shared.
     fn shared_or_walked(&self, lazy: &mut Lazy, lex: LexId) -> Result<Arc<LexemeMask>, MatchError> {
-        let signature = lazy.automaton.lexer.signature(lex);
+        let signature = lazy
+            .automaton
+            .lexer
+            .signature(lex, self.index.longest_token());
         if let Some(m) = signature
             .as_deref()
             .and_then(|sig| self.index.shared_lexeme_mask(sig))

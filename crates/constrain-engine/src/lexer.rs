@@ -28,6 +28,13 @@ pub(crate) const LEX_DEAD: LexId = 0;
 
 const UNKNOWN: u32 = u32::MAX;
 
+/// NFA states of one terminal in a lexer state above which [`Lexer::radius`] does not look
+/// for a radius (it is 0): every state it would explore is a set about as large, built for
+/// each symbol, which costs more than the walk a radius saves (an unanchored `pattern` under
+/// a `maxLength` makes sets of hundreds of states of one terminal). The key position of an
+/// object has many terminals with a few states each, and keeps its radius.
+const LARGE_SET: usize = 32;
+
 /// Most NFA states one [`Lexer::signature`] describes; a lexer state whose reachable graph is
 /// larger has no signature.
 const MAX_SIGNATURE_STATES: usize = 4096;
@@ -98,6 +105,9 @@ pub(crate) struct Lexer {
     byte_radius: Vec<[Option<u8>; BYTE_ALPHABETS]>,
     /// Per state: whether it is free in strings (`None` until asked).
     free_in_strings: Vec<Option<bool>>,
+    /// Per NFA state `(terminal, state)`: whether it comes back to itself after every string
+    /// character (asked again for every lexer state it is a member of).
+    loops_in_strings: FxHashMap<(u32, u32), bool>,
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
     /// The string characters as byte classes (`None` until first asked).
@@ -189,6 +199,7 @@ impl Lexer {
             alphabet_classes,
             byte_radius: Vec::new(),
             free_in_strings: Vec::new(),
+            loops_in_strings: FxHashMap::default(),
             string_radius: Vec::new(),
             char_classes: None,
             deadline: None,
@@ -384,10 +395,14 @@ impl Lexer {
         }
         let chars = self.char_classes();
         let set = self.states[state as usize].clone();
-        let free = set
-            .iter()
-            .any(|&(t, s)| self.loops_on_string_chars(t, s, &chars))
-            && !self.match_reachable_in_strings(&set);
+        let free = set.iter().any(|&(t, s)| {
+            if let Some(&loops) = self.loops_in_strings.get(&(t, s)) {
+                return loops;
+            }
+            let loops = self.loops_on_string_chars(t, s, &chars);
+            self.loops_in_strings.insert((t, s), loops);
+            loops
+        }) && !self.match_reachable_in_strings(&set);
         self.free_in_strings[state as usize] = Some(free);
         free
     }
@@ -409,6 +424,10 @@ impl Lexer {
     /// would cost one per state and depth. Where symbols lead apart (the keys of an object),
     /// a little breadth-first exploration decides.
     fn chain_radius(&mut self, state: LexId, alphabet: Alphabet) -> Result<u8, MatchError> {
+        if self.largest_group(state) > LARGE_SET {
+            *self.cached_radius(state, alphabet) = Some(0);
+            return Ok(0);
+        }
         let mut chain = vec![state];
         let last = loop {
             let at = chain[chain.len() - 1];
@@ -436,6 +455,15 @@ impl Lexer {
             radius = radius.saturating_add(1).min(MAX_RADIUS);
         }
         Ok(self.cached_radius(state, alphabet).unwrap_or(0))
+    }
+
+    /// The most NFA states of one terminal in lexer state `state`.
+    fn largest_group(&self, state: LexId) -> usize {
+        self.states[state as usize]
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(<[_]>::len)
+            .max()
+            .unwrap_or(0)
     }
 
     fn cached_radius(&mut self, state: LexId, alphabet: Alphabet) -> &mut Option<u8> {
@@ -619,26 +647,41 @@ impl Lexer {
         through_each_char(chars, vec![(t, s)], step, holds).unwrap_or(false)
     }
 
-    /// What lexer state `state` can still read, with terminal and NFA state numbers left out:
-    /// per terminal, the NFA graph reachable from its states, numbered in discovery order.
+    /// What lexer state `state` can still read within `depth` bytes, with terminal and NFA
+    /// state numbers left out: per terminal, the NFA graph reachable from its states by at
+    /// most `depth` bytes, numbered in discovery order.
     ///
-    /// Equal signatures mean that the same byte strings keep a lexeme alive and the same ones
-    /// can end it, so the lexeme walks of the two states agree (see `mask::lexeme_mask`), in
-    /// one grammar or across grammars. Concatenated terminals make this matter: the body of
-    /// every `"key": "..."` is its own lexer state, but they all share one signature. `None`
-    /// when the reachable graph has more than [`MAX_SIGNATURE_STATES`] states, and in a head
-    /// (see `terminal`).
-    pub(crate) fn signature(&mut self, state: LexId) -> Option<Box<[u32]>> {
+    /// Equal signatures mean that the same byte strings of up to `depth` bytes keep a lexeme
+    /// alive and the same ones can end it, so the lexeme walks of the two states agree when
+    /// no token is longer (see `mask::lexeme_mask`), in one grammar or across grammars.
+    /// Concatenated terminals make this matter: the body of every `"key": "..."` is its own
+    /// lexer state, but they all share one signature. The bound makes it matter for counted
+    /// bodies too: a string with a `maxLength` is a lexer state per count, but all those
+    /// farther from the limit than the longest token read alike. `None` when more than
+    /// [`MAX_SIGNATURE_STATES`] states are within reach, and in a head (see `terminal`).
+    pub(crate) fn signature(&mut self, state: LexId, depth: u32) -> Option<Box<[u32]>> {
         let mut renumbering = std::mem::take(&mut self.renumbering);
-        let signature = self.signature_with(state, &mut renumbering);
+        let signature = self.signature_with(state, depth, &mut renumbering);
         self.renumbering = renumbering;
         signature
     }
 
-    fn signature_with(&self, state: LexId, local: &mut Renumbering) -> Option<Box<[u32]>> {
+    /// The states are described level by level, a level being the states first reached after
+    /// as many bytes (a state reached by fewer bytes through a later path is moved up to its
+    /// level before it is described), so that the states described are exactly those within
+    /// `depth` bytes; states one byte further are numbered but not described.
+    fn signature_with(
+        &self,
+        state: LexId,
+        depth: u32,
+        local: &mut Renumbering,
+    ) -> Option<Box<[u32]>> {
         let set = &self.states[state as usize];
         let mut out = Vec::new();
-        let mut queue: Vec<u32> = Vec::new();
+        // Per state number: its NFA state, and the fewest bytes it was reached with so far.
+        let mut states: Vec<(u32, u32)> = Vec::new();
+        let mut described: Vec<bool> = Vec::new();
+        let (mut level, mut next): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
         for group in set.chunk_by(|a, b| a.0 == b.0) {
             // A head's graph goes on into a rest that may not be compiled yet.
             if group.iter().any(|&(t, s)| self.terminals.in_head(t, s)) {
@@ -647,65 +690,102 @@ impl Lexer {
             let (t, s) = group[0];
             let (nfa, _) = self.terminals.nfa_of(t, s);
             local.start(nfa.states().len());
-            queue.clear();
+            states.clear();
+            described.clear();
+            level.clear();
+            next.clear();
             for &(t, s) in group {
                 let (_, sid) = self.terminals.nfa_of(t, s);
-                local.set(sid.as_u32(), queue.len() as u32);
-                queue.push(sid.as_u32());
+                local.set(sid.as_u32(), states.len() as u32);
+                level.push(states.len() as u32);
+                states.push((sid.as_u32(), 0));
+                described.push(false);
             }
             out.extend([u32::MAX, group.len() as u32]);
-            let mut at = 0;
-            while at < queue.len() {
-                if queue.len() > MAX_SIGNATURE_STATES {
-                    return None;
+            let mut bytes = 0u32;
+            loop {
+                let mut at = 0;
+                while at < level.len() {
+                    if states.len() > MAX_SIGNATURE_STATES {
+                        return None;
+                    }
+                    let n = level[at];
+                    at += 1;
+                    if std::mem::replace(&mut described[n as usize], true) {
+                        continue;
+                    }
+                    let sid = StateID::new_unchecked(states[n as usize].0 as usize);
+                    // The number of `next`, reached by `cost` more bytes (0 or 1).
+                    let mut id = |next_sid: StateID, cost: u32| -> u32 {
+                        let reached = bytes + cost;
+                        let queue = if cost == 0 { &mut level } else { &mut next };
+                        match local.get(next_sid.as_u32()) {
+                            Some(m) => {
+                                if reached < states[m as usize].1 {
+                                    states[m as usize].1 = reached;
+                                    queue.push(m);
+                                }
+                                m
+                            }
+                            None => {
+                                let m = states.len() as u32;
+                                local.set(next_sid.as_u32(), m);
+                                states.push((next_sid.as_u32(), reached));
+                                described.push(false);
+                                queue.push(m);
+                                m
+                            }
+                        }
+                    };
+                    out.push(n);
+                    match nfa.state(sid) {
+                        State::ByteRange { trans } => out.extend([
+                            1,
+                            u32::from(trans.start),
+                            u32::from(trans.end),
+                            id(trans.next, 1),
+                        ]),
+                        State::Sparse(sparse) => {
+                            out.extend([2, sparse.transitions.len() as u32]);
+                            for t in sparse.transitions.iter() {
+                                out.extend([u32::from(t.start), u32::from(t.end), id(t.next, 1)]);
+                            }
+                        }
+                        State::Dense(dense) => {
+                            out.push(3);
+                            for &next in dense.transitions.iter() {
+                                // The zero state stands for "no transition" in a dense state.
+                                out.push(if next == StateID::ZERO {
+                                    u32::MAX
+                                } else {
+                                    id(next, 1)
+                                });
+                            }
+                        }
+                        State::Look { look, next } => out.extend([4, look.as_repr(), id(*next, 0)]),
+                        State::Union { alternates } => {
+                            out.extend([5, alternates.len() as u32]);
+                            for &alt in alternates.iter() {
+                                out.push(id(alt, 0));
+                            }
+                        }
+                        State::BinaryUnion { alt1, alt2 } => {
+                            out.extend([6, id(*alt1, 0), id(*alt2, 0)])
+                        }
+                        State::Capture { next, .. } => out.extend([7, id(*next, 0)]),
+                        State::Fail => out.push(8),
+                        State::Match { .. } => out.push(9),
+                    }
                 }
-                let sid = StateID::new_unchecked(queue[at] as usize);
-                at += 1;
-                let mut id = |next: StateID| -> u32 {
-                    local.get(next.as_u32()).unwrap_or_else(|| {
-                        let n = queue.len() as u32;
-                        local.set(next.as_u32(), n);
-                        queue.push(next.as_u32());
-                        n
-                    })
-                };
-                match nfa.state(sid) {
-                    State::ByteRange { trans } => out.extend([
-                        1,
-                        u32::from(trans.start),
-                        u32::from(trans.end),
-                        id(trans.next),
-                    ]),
-                    State::Sparse(sparse) => {
-                        out.extend([2, sparse.transitions.len() as u32]);
-                        for t in sparse.transitions.iter() {
-                            out.extend([u32::from(t.start), u32::from(t.end), id(t.next)]);
-                        }
-                    }
-                    State::Dense(dense) => {
-                        out.push(3);
-                        for &next in dense.transitions.iter() {
-                            // The zero state stands for "no transition" in a dense state.
-                            out.push(if next == StateID::ZERO {
-                                u32::MAX
-                            } else {
-                                id(next)
-                            });
-                        }
-                    }
-                    State::Look { look, next } => out.extend([4, look.as_repr(), id(*next)]),
-                    State::Union { alternates } => {
-                        out.extend([5, alternates.len() as u32]);
-                        for &alt in alternates.iter() {
-                            out.push(id(alt));
-                        }
-                    }
-                    State::BinaryUnion { alt1, alt2 } => out.extend([6, id(*alt1), id(*alt2)]),
-                    State::Capture { next, .. } => out.extend([7, id(*next)]),
-                    State::Fail => out.push(8),
-                    State::Match { .. } => out.push(9),
+                level.clear();
+                if next.is_empty() || bytes >= depth {
+                    break;
                 }
+                std::mem::swap(&mut level, &mut next);
+                bytes += 1;
             }
+            // Where the description stops: the same graph cut at another depth reads apart.
+            out.push(bytes);
         }
         Some(out.into())
     }
@@ -1064,6 +1144,31 @@ mod tests {
     }
 
     #[test]
+    fn signatures_within_a_depth_read_alike_far_from_a_count_limit() {
+        let mut lexer = lexer(&[r#"[a-z]{0,40}""#, r#"[a-z]*""#]);
+        let after = |lexer: &mut Lexer, n: usize| read(lexer, 0, "a".repeat(n).as_bytes());
+        let (five, ten, thirty_five) = (
+            after(&mut lexer, 5),
+            after(&mut lexer, 10),
+            after(&mut lexer, 35),
+        );
+        assert_ne!(five, ten, "a lexer state per count");
+        // Within 8 bytes, 35 and 30 characters left read alike; 5 left end sooner.
+        assert_eq!(lexer.signature(five, 8), lexer.signature(ten, 8));
+        assert_ne!(lexer.signature(five, 8), lexer.signature(thirty_five, 8));
+        // The whole graphs differ, and so do the graphs within as many bytes as they count.
+        assert_ne!(
+            lexer.signature(five, u32::MAX),
+            lexer.signature(ten, u32::MAX)
+        );
+        assert_ne!(lexer.signature(five, 31), lexer.signature(ten, 31));
+        // A cut graph never reads like the whole one, nor like one cut elsewhere.
+        let open = read(&mut lexer, 1, b"ab");
+        assert_ne!(lexer.signature(open, 8), lexer.signature(five, 8));
+        assert_ne!(lexer.signature(five, 8), lexer.signature(five, 9));
+    }
+
+    #[test]
     fn signatures_see_the_future_not_the_past() {
         let mut lexer = lexer(&[
             r#""name": "[a-z ]*""#,
@@ -1074,9 +1179,18 @@ mod tests {
         let city = read(&mut lexer, 1, br#""city": "par"#);
         let zip = read(&mut lexer, 2, br#""zip": "75"#);
         assert_ne!(name, city, "different terminals, different lexer states");
-        assert_eq!(lexer.signature(name), lexer.signature(city));
-        assert_ne!(lexer.signature(name), lexer.signature(zip));
+        assert_eq!(
+            lexer.signature(name, u32::MAX),
+            lexer.signature(city, u32::MAX)
+        );
+        assert_ne!(
+            lexer.signature(name, u32::MAX),
+            lexer.signature(zip, u32::MAX)
+        );
         let key = read(&mut lexer, 0, br#""na"#);
-        assert_ne!(lexer.signature(key), lexer.signature(name));
+        assert_ne!(
+            lexer.signature(key, u32::MAX),
+            lexer.signature(name, u32::MAX)
+        );
     }
 }

@@ -311,6 +311,15 @@ impl TokenIndex {
         self.height[node]
     }
 
+    /// The most bytes of any token (special tokens as they are spelled in the trie), or
+    /// `u32::MAX` when some token is too long for [`Self::subtree_height`] to tell.
+    pub(crate) fn longest_token(&self) -> u32 {
+        match self.height.first() {
+            Some(&h) if h < u8::MAX => u32::from(h),
+            _ => u32::MAX,
+        }
+    }
+
     /// Whether every byte below `node` is a text byte (see [`is_text_byte`]).
     pub(crate) fn text_below(&self, node: usize) -> bool {
         self.alphabet_below[node] != NO_ALPHABET

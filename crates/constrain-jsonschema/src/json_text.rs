@@ -135,16 +135,46 @@ fn canonical_class(set: &CharSet) -> Hir {
     if !raw.is_empty() {
         alts.push(Hir::class(Class::Unicode(unicode_class(&raw))));
     }
-    let escaped = set.difference(&raw);
-    for &(lo, hi) in escaped.ranges() {
+    // The escaped characters are the quote, the backslash and the control characters: a short
+    // escape where one exists, else `\u00` and two lowercase hexadecimal digits, grouped by the
+    // first digit so that a class of many control characters is a few classes, not one
+    // literal each.
+    let mut shorts = Vec::new();
+    let mut by_first_digit: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+    for &(lo, hi) in set.difference(&raw).ranges() {
         for c in lo..=hi {
-            if let Some(c) = char::from_u32(c) {
-                alts.push(Hir::literal(canonical_text(&c.to_string()).into_bytes()));
+            let Some(ch) = char::from_u32(c) else {
+                continue;
+            };
+            match SHORT_ESCAPES.iter().find(|(s, _)| *s == ch) {
+                Some(&(_, e)) => shorts.push(e),
+                None => by_first_digit[(c >> 4) as usize & 1].push(LOWER_HEX[(c & 0xF) as usize]),
             }
         }
     }
+    let mut escapes = Vec::new();
+    if !shorts.is_empty() {
+        escapes.push(byte_set(&shorts));
+    }
+    for (first, seconds) in by_first_digit.iter().enumerate() {
+        if !seconds.is_empty() {
+            escapes.push(Hir::concat(vec![
+                Hir::literal(if first == 0 { *b"u000" } else { *b"u001" }),
+                byte_set(seconds),
+            ]));
+        }
+    }
+    if !escapes.is_empty() {
+        alts.push(Hir::concat(vec![
+            Hir::literal(*b"\\"),
+            alternation(escapes),
+        ]));
+    }
     alternation(alts)
 }
+
+/// Lowercase hexadecimal digits, as `json.dumps` writes them.
+const LOWER_HEX: [u8; 16] = *b"0123456789abcdef";
 
 /// The characters that may appear unescaped.
 fn raw_part(set: &CharSet) -> CharSet {
@@ -447,6 +477,34 @@ mod tests {
         assert!(full_match(encode_any(&quote), "a\\\"b"));
         assert!(full_match(encode_any(&quote), "a\\u0022b"));
         assert!(!full_match(encode_any(&quote), "a\"b"));
+    }
+
+    #[test]
+    fn canonical_classes_spell_every_character_as_python_does() {
+        let sets = [
+            CharSet::from_ranges([(0, 0x7F)]),
+            CharSet::from_ranges([(0, 0x1F)]),
+            CharSet::from_ranges([(0x0B, 0x0B), (0x1E, 0x22), (0x5C, 0x5C)]),
+        ];
+        for set in sets {
+            let class = Re::class(set.clone());
+            for c in 0..=0x7Fu32 {
+                let c = char::from_u32(c).expect("ASCII");
+                let canonical = canonical_text(&c.to_string());
+                assert_eq!(
+                    full_match(encode_canonical(&class), &canonical),
+                    set.contains(c),
+                    "{set:?}: {canonical}"
+                );
+                if canonical.starts_with("\\u") {
+                    let upper = canonical.to_uppercase().replacen("\\U", "\\u", 1);
+                    if upper != canonical {
+                        assert!(!full_match(encode_canonical(&class), &upper), "{upper}");
+                    }
+                }
+            }
+            assert!(!full_match(encode_canonical(&class), "\\u0061"));
+        }
     }
 
     #[test]

@@ -1,19 +1,36 @@
 //! The real-world schemas of MaskBench (`data/maskbench-dev`): each valid instance should be
 //! accepted and no invalid instance may be, spelled like Python's `json.dumps`.
 //!
-//! By default every 7th schema is checked (a quick run); `MASKBENCH_FULL=1` checks all of them.
+//! By default every 7th schema is checked (a quick run), and another 7th with strings spelled
+//! only canonically (the spelling of the instances, and what MaskBench measures by default);
+//! `MASKBENCH_FULL=1` checks all of them both ways.
 
 mod common;
 
 use std::collections::BTreeMap;
 
 use common::{byte_index, python_dumps, Checked};
-use constrain_jsonschema::Options;
+use constrain_jsonschema::{Escapes, Options};
 use serde_json::Value;
 
 #[test]
 fn maskbench_dev_schemas() {
-    let Some(shared) = constrain_testdata::require_shared_or_skip("maskbench_dev_schemas") else {
+    check_dev_schemas("maskbench_dev_schemas", Options::default(), 0);
+}
+
+#[test]
+fn maskbench_dev_schemas_with_canonical_strings() {
+    let options = Options {
+        escapes: Escapes::Canonical,
+        ..Options::default()
+    };
+    check_dev_schemas("maskbench_dev_schemas_with_canonical_strings", options, 3);
+}
+
+/// Checks the schemas at `offset` modulo 7 (all of them with `MASKBENCH_FULL=1`) compiled
+/// with `options`.
+fn check_dev_schemas(test: &str, options: Options, offset: usize) {
+    let Some(shared) = constrain_testdata::require_shared_or_skip(test) else {
         return;
     };
     let dir = shared.join("data/maskbench-dev");
@@ -27,7 +44,6 @@ fn maskbench_dev_schemas() {
         .collect();
     files.sort();
     let index = byte_index();
-    let options = Options::default();
     let (mut schemas, mut passing, mut compile_errors, mut valid_rejected, mut invalid_accepted) =
         (0, 0, 0, 0, 0);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
@@ -41,7 +57,7 @@ fn maskbench_dev_schemas() {
             if !name.contains(f.as_str()) {
                 continue;
             }
-        } else if !full && i % 7 != 0 {
+        } else if !full && i % 7 != offset {
             continue;
         }
         let data: Value =
@@ -92,7 +108,7 @@ fn maskbench_dev_schemas() {
             passing += 1;
         }
     }
-    println!("maskbench-dev: {schemas} schemas, {passing} passing, {compile_errors} compile errors, {valid_rejected} valid instances rejected, {invalid_accepted} invalid instances accepted");
+    println!("maskbench-dev ({test}): {schemas} schemas, {passing} passing, {compile_errors} compile errors, {valid_rejected} valid instances rejected, {invalid_accepted} invalid instances accepted");
     for (reason, n) in &reasons {
         println!("  {n:5} {reason}");
     }

@@ -35,7 +35,7 @@ use anyhow::Context;
 use constrain_vocab::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::test_cases::PropertyOrderArg;
+use super::test_cases::{EscapesArg, PropertyOrderArg};
 use report::{Distribution, Summary};
 use runner::Bench;
 
@@ -74,6 +74,12 @@ pub struct Args {
     /// is the compiler's default (and the reference engine's only mode).
     #[arg(long, value_enum, default_value_t = PropertyOrderArg::Any)]
     property_order: PropertyOrderArg,
+    /// Which spellings of strings the grammars accept. The instances are written as Python's
+    /// `json.dumps` writes them (step 3 of the protocol), which is the canonical spelling, and
+    /// so is what `constrain --schema` generates, hence `canonical`; `any` accepts every
+    /// spelling JSON allows (`\u0061` for `a`, ...), as reading arbitrary JSON text needs.
+    #[arg(long, value_enum, default_value_t = EscapesArg::Canonical)]
+    escapes: EscapesArg,
 }
 
 /// Runs the benchmark. Exits with 1 when a schema crashed or accepted an invalid instance.
@@ -123,7 +129,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let bench = Bench::new(
                     tokenizer,
                     Duration::from_millis(args.compile_budget_ms),
-                    args.property_order.into(),
+                    constrain_jsonschema::Options {
+                        property_order: args.property_order.into(),
+                        escapes: args.escapes.into(),
+                        ..constrain_jsonschema::Options::default()
+                    },
                 )?;
                 let started = Instant::now();
                 for path in &files {

@@ -42,11 +42,12 @@ enum Outcome {
 }
 
 impl Bench {
-    /// Prepares a run over `tokenizer`'s vocabulary (the token index is built here, untimed).
+    /// Prepares a run over `tokenizer`'s vocabulary (the token index is built here, untimed)
+    /// that compiles every schema with `options`, within `compile_budget`.
     pub fn new(
         tokenizer: Tokenizer,
         compile_budget: Duration,
-        property_order: constrain_jsonschema::PropertyOrder,
+        options: constrain_jsonschema::Options,
     ) -> anyhow::Result<Bench> {
         let vocab = tokenizer.vocabulary().clone();
         let eos = vocab.eos_tokens().to_vec();
@@ -61,8 +62,7 @@ impl Bench {
             limits: Limits::default(),
             options: constrain_jsonschema::Options {
                 max_compile_time: Some(compile_budget),
-                property_order,
-                ..constrain_jsonschema::Options::default()
+                ..options
             },
             compile_budget,
         })
