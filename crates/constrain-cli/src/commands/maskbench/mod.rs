@@ -75,9 +75,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = PropertyOrderArg::Any)]
     property_order: PropertyOrderArg,
     /// Which spellings of strings the grammars accept. The instances are written as Python's
-    /// `json.dumps` writes them (step 3 of the protocol), which is the canonical spelling, and
-    /// so is what `constrain --schema` generates, hence `canonical`; `any` accepts every
-    /// spelling JSON allows (`\u0061` for `a`, ...), as reading arbitrary JSON text needs.
+    /// `json.dumps` writes them (step 3 of the protocol): exactly the canonical spelling,
+    /// which is also what `constrain --schema` generates, hence `canonical`; `any` accepts
+    /// every spelling JSON allows (`\u0061` for `a`, ...), as reading arbitrary JSON text
+    /// needs.
     #[arg(long, value_enum, default_value_t = EscapesArg::Canonical)]
     escapes: EscapesArg,
 }
