@@ -106,7 +106,7 @@ pub(crate) struct Lexer {
     /// Per state: whether it is free in strings (`None` until asked).
     free_in_strings: Vec<Option<bool>>,
     /// Per NFA state `(terminal, state)`: whether it comes back to itself after every string
-    /// character (asked again for every lexer state it is a member of).
+    /// character (see [`Lexer::loops_on_string_chars`]).
     loops_in_strings: FxHashMap<(u32, u32), bool>,
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
@@ -395,14 +395,10 @@ impl Lexer {
         }
         let chars = self.char_classes();
         let set = self.states[state as usize].clone();
-        let free = set.iter().any(|&(t, s)| {
-            if let Some(&loops) = self.loops_in_strings.get(&(t, s)) {
-                return loops;
-            }
-            let loops = self.loops_on_string_chars(t, s, &chars);
-            self.loops_in_strings.insert((t, s), loops);
-            loops
-        }) && !self.match_reachable_in_strings(&set);
+        let free = set
+            .iter()
+            .any(|&(t, s)| self.loops_on_string_chars(t, s, &chars))
+            && !self.match_reachable_in_strings(&set);
         self.free_in_strings[state as usize] = Some(free);
         free
     }
@@ -632,7 +628,11 @@ impl Lexer {
 
     /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
     /// (`chars`, from [`Self::char_classes`]): every NFA set a character leads to holds it.
+    /// Remembered per NFA state: the same states recur in many lexer states.
     fn loops_on_string_chars(&mut self, t: u32, s: u32, chars: &CharClasses) -> bool {
+        if let Some(&loops) = self.loops_in_strings.get(&(t, s)) {
+            return loops;
+        }
         let step = |set: &Vec<(u32, u32)>, class: usize| {
             let mut next = Vec::new();
             self.terminals.new_set();
@@ -644,7 +644,9 @@ impl Lexer {
             Ok((!next.is_empty()).then_some(next))
         };
         let holds = |sets: &[Vec<(u32, u32)>]| sets.iter().all(|set| set.contains(&(t, s)));
-        through_each_char(chars, vec![(t, s)], step, holds).unwrap_or(false)
+        let loops = through_each_char(chars, vec![(t, s)], step, holds).unwrap_or(false);
+        self.loops_in_strings.insert((t, s), loops);
+        loops
     }
 
     /// What lexer state `state` can still read within `depth` bytes, with terminal and NFA
@@ -678,8 +680,8 @@ impl Lexer {
     ) -> Option<Box<[u32]>> {
         let set = &self.states[state as usize];
         let mut out = Vec::new();
-        // Per state number: its NFA state, and the fewest bytes it was reached with so far.
-        let mut states: Vec<(u32, u32)> = Vec::new();
+        // Per state number: its NFA state.
+        let mut states: Vec<u32> = Vec::new();
         let mut described: Vec<bool> = Vec::new();
         let (mut level, mut next): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
         for group in set.chunk_by(|a, b| a.0 == b.0) {
@@ -698,7 +700,7 @@ impl Lexer {
                 let (_, sid) = self.terminals.nfa_of(t, s);
                 local.set(sid.as_u32(), states.len() as u32);
                 level.push(states.len() as u32);
-                states.push((sid.as_u32(), 0));
+                states.push(sid.as_u32());
                 described.push(false);
             }
             out.extend([u32::MAX, group.len() as u32]);
@@ -714,25 +716,24 @@ impl Lexer {
                     if std::mem::replace(&mut described[n as usize], true) {
                         continue;
                     }
-                    let sid = StateID::new_unchecked(states[n as usize].0 as usize);
-                    // The number of `next`, reached by `cost` more bytes (0 or 1).
+                    let sid = StateID::new_unchecked(states[n as usize] as usize);
+                    // The number of `next_sid`, reached by `cost` more bytes (0 or 1). Levels
+                    // are described in order, so a state not described yet is on this level
+                    // or the next: reached without a byte, it belongs to this one.
                     let mut id = |next_sid: StateID, cost: u32| -> u32 {
-                        let reached = bytes + cost;
-                        let queue = if cost == 0 { &mut level } else { &mut next };
                         match local.get(next_sid.as_u32()) {
                             Some(m) => {
-                                if reached < states[m as usize].1 {
-                                    states[m as usize].1 = reached;
-                                    queue.push(m);
+                                if cost == 0 && !described[m as usize] {
+                                    level.push(m);
                                 }
                                 m
                             }
                             None => {
                                 let m = states.len() as u32;
                                 local.set(next_sid.as_u32(), m);
-                                states.push((next_sid.as_u32(), reached));
+                                states.push(next_sid.as_u32());
                                 described.push(false);
-                                queue.push(m);
+                                if cost == 0 { &mut level } else { &mut next }.push(m);
                                 m
                             }
                         }
