@@ -108,6 +108,10 @@ pub(crate) struct Lexer {
     /// Per NFA state `(terminal, state)`: whether it comes back to itself after every string
     /// character (see [`Lexer::loops_on_string_chars`]).
     loops_in_strings: FxHashMap<(u32, u32), bool>,
+    /// Per NFA state `(terminal, state)`: whether no match state is reachable from it through
+    /// bytes of string characters (see [`Lexer::match_reachable_in_strings`]); only "none"
+    /// is remembered, as it holds for every state on the way too.
+    no_match_in_strings: FxHashSet<(u32, u32)>,
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
     /// The string characters as byte classes (`None` until first asked).
@@ -200,6 +204,7 @@ impl Lexer {
             byte_radius: Vec::new(),
             free_in_strings: Vec::new(),
             loops_in_strings: FxHashMap::default(),
+            no_match_in_strings: FxHashSet::default(),
             string_radius: Vec::new(),
             char_classes: None,
             deadline: None,
@@ -411,7 +416,86 @@ impl Lexer {
         if let Some(known) = self.string_radius[state as usize] {
             return Ok(known);
         }
-        self.chain_radius(state, Alphabet::String)
+        let radius = if self.free_in_strings(state) {
+            MAX_RADIUS
+        } else {
+            match self.radius_of_one_terminal(state)? {
+                Some(radius) if radius > 0 => radius,
+                _ => return self.chain_radius(state, Alphabet::String),
+            }
+        };
+        self.string_radius[state as usize] = Some(radius);
+        Ok(radius)
+    }
+
+    /// The string radius of `state` when it is exact: every run of that many string
+    /// characters leads to one state, where no further string character can begin (a string
+    /// body with `maxLength`, counting what it has left). A token of whole string characters
+    /// is then allowed from `state` exactly when it has no more characters than that, and a
+    /// lexeme walk decides all of them at once (see `mask::lexeme_mask`).
+    pub(crate) fn exact_string_radius(&mut self, state: LexId) -> Result<Option<u8>, MatchError> {
+        let radius = self.string_radius(state)?;
+        if radius >= MAX_RADIUS {
+            return Ok(None);
+        }
+        let mut at = state;
+        for _ in 0..radius {
+            match self.after_any_symbol(at, Alphabet::String)? {
+                AfterSymbol::Same(next) => at = next,
+                AfterSymbol::Bad | AfterSymbol::Various => return Ok(None),
+            }
+        }
+        // The first byte of every string character (see `token_index::is_string_char`).
+        let lead = |b: u8| {
+            ((b' '..0x80).contains(&b) && b != b'"' && b != b'\\') || (0xC2..=0xF4).contains(&b)
+        };
+        let mut classes: Vec<usize> = (0..=255u8)
+            .filter(|&b| lead(b))
+            .map(|b| self.byte_class[b as usize] as usize)
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        for class in classes {
+            if self.next(at, class)? != LEX_DEAD {
+                return Ok(None);
+            }
+        }
+        Ok(Some(radius))
+    }
+
+    /// The largest string radius of the NFA states of one terminal of `state`, as a lexer
+    /// state of their own, when no other member can end on string characters: `state`
+    /// survives at least as long. `None` for a state of one terminal.
+    ///
+    /// The key position of an object that allows undeclared keys is such a state: the
+    /// undeclared key (any string but the declared ones) never dies, but it has a state per
+    /// prefix of a declared key, and exploring them beside every declared key's progress
+    /// would build the same states many times over.
+    fn radius_of_one_terminal(&mut self, state: LexId) -> Result<Option<u8>, MatchError> {
+        let set = self.states[state as usize].clone();
+        let mut best: Option<(u8, usize, usize)> = None;
+        let mut start = 0;
+        for group in set.chunk_by(|a, b| a.0 == b.0) {
+            let end = start + group.len();
+            if group.len() == set.len() {
+                return Ok(None);
+            }
+            let mut members = group.to_vec();
+            let alone = self.intern(&mut members)?;
+            let radius = self.string_radius(alone)?;
+            if best.is_none_or(|(r, _, _)| radius > r) {
+                best = Some((radius, start, end));
+            }
+            if radius == MAX_RADIUS {
+                break;
+            }
+            start = end;
+        }
+        let Some((radius, start, end)) = best.filter(|&(radius, _, _)| radius > 0) else {
+            return Ok(None);
+        };
+        let others: Vec<(u32, u32)> = set[..start].iter().chain(&set[end..]).copied().collect();
+        Ok((!self.match_reachable_in_strings(&others)).then_some(radius))
     }
 
     /// The radius of `state` over `alphabet`, following the chain of states every symbol
@@ -601,17 +685,20 @@ impl Lexer {
 
     /// Whether a match state is reachable from `set` through bytes of string characters
     /// (any byte from 0x80 on: more paths than UTF-8 allows, which only errs towards "yes").
+    /// A search that finds none remembers every NFA state it saw: what they reach, it saw too.
     fn match_reachable_in_strings(&mut self, set: &[(u32, u32)]) -> bool {
         // One byte of every class that holds a byte of a string character.
         let string_byte = |b: u8| b >= b' ' && b != b'"' && b != b'\\';
         let mut bytes: Vec<u8> = (0..=255u8).filter(|&b| string_byte(b)).collect();
         bytes.dedup_by_key(|b| self.byte_class[*b as usize]);
         let mut seen = FxHashSet::default();
-        let mut work: Vec<(u32, u32)> = set.to_vec();
-        let mut found = Vec::new();
+        let mut work: Vec<(u32, u32)> = Vec::new();
         for &e in set {
-            seen.insert(e);
+            if !self.no_match_in_strings.contains(&e) && seen.insert(e) {
+                work.push(e);
+            }
         }
+        let mut found = Vec::new();
         while let Some((t, s)) = work.pop() {
             if self.terminals.is_match(t, s) {
                 return true;
@@ -620,9 +707,12 @@ impl Lexer {
                 found.clear();
                 self.terminals.new_set();
                 self.terminals.step_and_close(t, s, b, &mut found);
-                work.extend(found.iter().filter(|&&member| seen.insert(member)));
+                work.extend(found.iter().filter(|&&member| {
+                    !self.no_match_in_strings.contains(&member) && seen.insert(member)
+                }));
             }
         }
+        self.no_match_in_strings.extend(seen);
         false
     }
 
@@ -1021,6 +1111,93 @@ mod tests {
             .filter_map(|i| char::from_u32(0x1000 + i * 0x41))
             .collect();
         format!("[{chars}]x")
+    }
+
+    /// The string radius an unbounded exploration of lexer states finds.
+    fn fully_explored_string_radius(lexer: &mut Lexer, state: LexId) -> u8 {
+        let mut memo = StepMemo::default();
+        radius_by_successors(
+            state,
+            usize::MAX,
+            |s, out| lexer.after_any_char(s, out, &mut memo),
+            &mut Vec::new(),
+        )
+        .expect("within limits")
+    }
+
+    #[test]
+    fn a_key_position_takes_the_radius_of_its_undeclared_key() {
+        // Declared keys, and an undeclared key that no single NFA state keeps alive (its
+        // first character picks a branch), as an object's key position holds them.
+        let keys: Vec<String> = (0..30).map(|i| format!(r#""k{i:02}bcdef": 1"#)).collect();
+        let undeclared = r#""(?:k[^"\\\x00-\x1F]*|[^"\\\x00-\x1Fk][^"\\\x00-\x1F]*)": 2"#;
+        let free_text = r#"[^\x00-\x1F]*"#;
+        let mut patterns: Vec<&str> = keys.iter().map(String::as_str).collect();
+        patterns.push(undeclared);
+        patterns.push(free_text);
+        let quote = |lexer: &mut Lexer, terminals: &[u32]| {
+            let start = lexer.start(terminals).expect("starts");
+            let class = lexer.byte_classes()[b'"' as usize] as usize;
+            lexer.next(start, class).expect("steps")
+        };
+        let declared: Vec<u32> = (0..keys.len() as u32).collect();
+        let with_undeclared: Vec<u32> = (0..=keys.len() as u32).collect();
+
+        let mut lexer = lexer(&patterns);
+        let position = quote(&mut lexer, &with_undeclared);
+        assert!(!lexer.free_in_strings(position), "no member loops alone");
+        assert_eq!(lexer.string_radius(position), Ok(MAX_RADIUS));
+        let mut fresh = super::tests::lexer(&patterns);
+        let position = quote(&mut fresh, &with_undeclared);
+        assert_eq!(
+            fully_explored_string_radius(&mut fresh, position),
+            MAX_RADIUS
+        );
+
+        let only_declared = quote(&mut lexer, &declared);
+        assert_eq!(lexer.string_radius(only_declared), Ok(0));
+
+        // A member that may end on string characters bounds the state, whatever the others.
+        let mut with_text = with_undeclared.clone();
+        with_text.push(keys.len() as u32 + 1);
+        let position = quote(&mut lexer, &with_text);
+        let radius = lexer.string_radius(position).expect("within limits");
+        let mut fresh = super::tests::lexer(&patterns);
+        let position = quote(&mut fresh, &with_text);
+        assert_eq!(radius, fully_explored_string_radius(&mut fresh, position));
+        assert!(radius < MAX_RADIUS);
+    }
+
+    #[test]
+    fn an_exact_string_radius_is_the_characters_a_counted_body_has_left() {
+        let mut lexer = lexer(&[
+            r#""[^"\\\x00-\x1F]{0,5}""#,
+            r#""[a-z]{0,5}""#,
+            r#""(?:[^"\\\x00-\x1F]{0,3}|[0-9]{0,9})""#,
+            r#""[^"\\\x00-\x1F]*""#,
+        ]);
+        for (text, left) in [(&br#"""#[..], 5), (br#""ab"#, 3), (br#""abcde"#, 0)] {
+            let body = read(&mut lexer, 0, text);
+            assert_eq!(
+                lexer.exact_string_radius(body),
+                Ok(Some(left)),
+                "after {text:?}"
+            );
+        }
+        let letters = read(&mut lexer, 1, br#""ab"#);
+        assert_eq!(
+            lexer.exact_string_radius(letters),
+            Ok(None),
+            "'é' kills it at once"
+        );
+        let either = read(&mut lexer, 2, br#""1"#);
+        assert_eq!(
+            lexer.exact_string_radius(either),
+            Ok(None),
+            "digits go on after 3"
+        );
+        let endless = read(&mut lexer, 3, br#""ab"#);
+        assert_eq!(lexer.exact_string_radius(endless), Ok(None));
     }
 
     #[test]

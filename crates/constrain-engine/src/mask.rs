@@ -14,6 +14,9 @@
 //! when everything below is whole string characters of any script and the lexer state can
 //! neither die nor end on them (`Lexer::free_in_strings`), and when every token below is
 //! string characters, no more of them than the walk's start survives (`Lexer::string_radius`).
+//! When that count is exact (a string body with a `maxLength`), every token of string
+//! characters is decided at once from a mask per count (`Lexer::exact_string_radius`,
+//! `TokenIndex::allow_string_runs`), and only subtrees holding other tokens are walked.
 
 use rustc_hash::FxHashMap;
 
@@ -57,6 +60,18 @@ pub(crate) fn lexeme_mask(
     // How many string characters `lex` survives (at most `MAX_RADIUS`, so never a subtree's
     // `u8::MAX`): a subtree of string tokens no longer than that is inside the lexeme.
     let string_radius = auto.lexer.string_radius(lex)?;
+    // When that count is exact, every token of string characters is decided at once: those no
+    // longer are allowed, the others die on the character after it. The walk then skips every
+    // subtree of such tokens, whatever their length, and visits only those holding others.
+    let string_runs_decided = match auto.lexer.exact_string_radius(lex)? {
+        Some(chars) => index.allow_string_runs(&mut inside, chars),
+        None => false,
+    };
+    let skip_string_runs_up_to = if string_runs_decided {
+        u8::MAX - 1
+    } else {
+        string_radius
+    };
     // Whether the short string tokens below a node are allowed already: then a subtree of
     // them is skipped, not walked (see `TokenIndex::allow_short_strings`).
     let short_strings_from_root = string_radius >= SHORT_STRING
@@ -82,9 +97,12 @@ pub(crate) fn lexeme_mask(
                 continue;
             }
         }
-        if chars <= string_radius {
-            // Every token here is at most `string_radius` string characters read from `lex`.
-            index.allow_subtree(&mut inside, i);
+        if chars <= skip_string_runs_up_to {
+            // Every token here is at most `string_radius` string characters read from `lex`,
+            // or all of them are decided already.
+            if !string_runs_decided {
+                index.allow_subtree(&mut inside, i);
+            }
             i = node.subtree_end as usize;
             continue;
         }

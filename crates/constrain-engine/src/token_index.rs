@@ -51,6 +51,11 @@ pub struct TokenIndex {
     /// Per node whose tokens are all short strings: the next sibling whose tokens are not, or
     /// the end of the parent's subtree; a walk skipping short strings jumps there at once.
     past_short_strings: Vec<u32>,
+    /// Per count `r` below [`STRING_RUNS`]: every token that is a run of at most `r` whole
+    /// string characters, as a mask (`mask_words` words each). A lexeme walk from a state that
+    /// survives exactly `r` such characters takes all of them at once and skips every subtree
+    /// of such tokens (see [`Self::allow_string_runs`]).
+    string_runs: Vec<u32>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
@@ -112,6 +117,10 @@ impl NodeMasks {
 /// Tokens of at most this many string characters are "short" (see
 /// [`TokenIndex::allow_short_strings`]): nearly every token of a vocabulary is.
 pub(crate) const SHORT_STRING: u8 = 16;
+
+/// Counts of string characters [`TokenIndex::allow_string_runs`] has a mask for: those a
+/// string radius below `text_run::MAX_RADIUS` can be (1 MB for a 128k vocabulary).
+pub(crate) const STRING_RUNS: usize = 64;
 
 /// A subtree gets a mask of its own from this many tokens per mask word on: setting that many
 /// scattered bits costs more than or-ing every word (a few dozen subtrees of a 128k or 262k
@@ -209,6 +218,7 @@ impl TokenIndex {
         let dense = dense_subtrees(&nodes, &tokens, mask_words);
         let short_strings = short_string_masks(&nodes, &tokens, &token_chars, &dense, mask_words);
         let past_short_strings = past_short_strings(&nodes, &parents, &string_tokens);
+        let string_runs = string_run_masks(&tokens, &token_chars, mask_words);
         Arc::new(TokenIndex {
             vocab,
             nodes,
@@ -222,6 +232,7 @@ impl TokenIndex {
             dense,
             short_strings,
             past_short_strings,
+            string_runs,
             lexeme_masks: Mutex::default(),
         })
     }
@@ -354,6 +365,19 @@ impl TokenIndex {
     #[inline]
     pub(crate) fn past_short_strings(&self, node: usize) -> Option<usize> {
         (self.string_tokens[node] <= SHORT_STRING).then(|| self.past_short_strings[node] as usize)
+    }
+
+    /// Sets the bits of every token that is a run of at most `chars` whole string characters;
+    /// returns whether it could (`chars` below [`STRING_RUNS`]). The caller must know that all
+    /// such tokens are allowed.
+    pub(crate) fn allow_string_runs(&self, mask: &mut [u32], chars: u8) -> bool {
+        let chars = chars as usize;
+        if chars >= STRING_RUNS {
+            return false;
+        }
+        let bits = &self.string_runs[chars * self.mask_words..(chars + 1) * self.mask_words];
+        mask.iter_mut().zip(bits).for_each(|(m, b)| *m |= b);
+        true
     }
 
     /// Whether every token below `node` continues with whole [`is_string_char`] characters.
@@ -497,6 +521,26 @@ fn short_string_masks(
     })
 }
 
+/// The masks of [`TokenIndex::string_runs`]: each count's tokens added to the previous mask.
+fn string_run_masks(tokens: &[u32], token_chars: &[u8], mask_words: usize) -> Vec<u32> {
+    let mut by_chars: Vec<Vec<u32>> = vec![Vec::new(); STRING_RUNS];
+    for (&token, &chars) in tokens.iter().zip(token_chars) {
+        if let Some(same) = by_chars.get_mut(chars as usize) {
+            same.push(token);
+        }
+    }
+    let mut masks = vec![0u32; STRING_RUNS * mask_words];
+    for (chars, same) in by_chars.iter().enumerate() {
+        let (before, this) = masks.split_at_mut(chars * mask_words);
+        let this = &mut this[..mask_words];
+        if chars > 0 {
+            this.copy_from_slice(&before[(chars - 1) * mask_words..]);
+        }
+        set_bits(this, same);
+    }
+    masks
+}
+
 /// Per node of a depth-first trie whose tokens are all short strings: the next sibling whose
 /// tokens are not, or the end of its parent's subtree (0 for the other nodes).
 fn past_short_strings(nodes: &[Node], parent: &[u32], string_tokens: &[u8]) -> Vec<u32> {
@@ -573,6 +617,33 @@ mod tests {
             tokens.push((id, word.as_bytes().to_vec(), TokenKind::Text));
         }
         Arc::new(Vocabulary::from_tokens(tokens).expect("distinct ids"))
+    }
+
+    #[test]
+    fn string_run_masks_hold_exactly_the_tokens_of_so_many_string_characters() {
+        let index = TokenIndex::new(mixed_letter_vocab());
+        let vocab = index.vocabulary().clone();
+        let chars = |bytes: &[u8]| {
+            std::str::from_utf8(bytes)
+                .ok()
+                .filter(|text| text.chars().all(is_string_char))
+                .map(|text| text.chars().count())
+        };
+        for count in [0u8, 1, 2, 5, 16, STRING_RUNS as u8 - 1] {
+            let mut got = vec![0u32; index.mask_words()];
+            assert!(index.allow_string_runs(&mut got, count));
+            let expected: Vec<u32> = vocab
+                .iter()
+                .filter(|(_, bytes, kind)| *kind == TokenKind::Text && !bytes.is_empty())
+                .filter(|(_, bytes, _)| chars(bytes).is_some_and(|c| c <= count as usize))
+                .map(|(id, _, _)| id)
+                .collect();
+            let mut want = vec![0u32; index.mask_words()];
+            set_bits(&mut want, &expected);
+            assert_eq!(got, want, "{count} characters");
+        }
+        let mut mask = vec![0u32; index.mask_words()];
+        assert!(!index.allow_string_runs(&mut mask, STRING_RUNS as u8));
     }
 
     #[test]
