@@ -445,17 +445,9 @@ impl Lexer {
                 AfterSymbol::Bad | AfterSymbol::Various => return Ok(None),
             }
         }
-        // The first byte of every string character (see `token_index::is_string_char`).
-        let lead = |b: u8| {
-            ((b' '..0x80).contains(&b) && b != b'"' && b != b'\\') || (0xC2..=0xF4).contains(&b)
-        };
-        let mut classes: Vec<usize> = (0..=255u8)
-            .filter(|&b| lead(b))
-            .map(|b| self.byte_class[b as usize] as usize)
-            .collect();
-        classes.sort_unstable();
-        classes.dedup();
-        for class in classes {
+        // No string character may begin: every class of a first byte leads nowhere.
+        let chars = self.char_classes();
+        for &class in chars.iter().flat_map(|sequence| sequence[0].iter()) {
             if self.next(at, class)? != LEX_DEAD {
                 return Ok(None);
             }
@@ -473,13 +465,13 @@ impl Lexer {
     /// would build the same states many times over.
     fn radius_of_one_terminal(&mut self, state: LexId) -> Result<Option<u8>, MatchError> {
         let set = self.states[state as usize].clone();
+        if set.first().map(|m| m.0) == set.last().map(|m| m.0) {
+            return Ok(None);
+        }
         let mut best: Option<(u8, usize, usize)> = None;
         let mut start = 0;
         for group in set.chunk_by(|a, b| a.0 == b.0) {
             let end = start + group.len();
-            if group.len() == set.len() {
-                return Ok(None);
-            }
             let mut members = group.to_vec();
             let alone = self.intern(&mut members)?;
             let radius = self.string_radius(alone)?;
