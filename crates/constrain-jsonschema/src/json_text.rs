@@ -70,10 +70,10 @@ fn encode_any(re: &Re) -> Hir {
         return Hir::fail();
     }
     match re {
-        Re::Class(set) => encode_class(set),
+        Re::Class(set) => spell_class(set, Escapes::Any),
         Re::Literal(s) => Hir::concat(
             s.chars()
-                .map(|c| encode_class(&CharSet::single(c)))
+                .map(|c| spell_class(&CharSet::single(c), Escapes::Any))
                 .collect(),
         ),
         Re::Concat(parts) => Hir::concat(parts.iter().map(encode_any).collect()),
@@ -96,7 +96,7 @@ fn encode_canonical(re: &Re) -> Hir {
         return Hir::fail();
     }
     match re {
-        Re::Class(set) => canonical_class(set),
+        Re::Class(set) => spell_class(set, Escapes::Canonical),
         Re::Literal(s) => Hir::literal(canonical_text(s).into_bytes()),
         Re::Concat(parts) => Hir::concat(parts.iter().map(encode_canonical).collect()),
         Re::Alt(parts) => alternation(parts.iter().map(encode_canonical).collect()),
@@ -129,6 +129,7 @@ pub(crate) fn canonical_text(text: &str) -> String {
     out
 }
 
+/// The one spelling of each character of `set` that `json.dumps` writes.
 fn canonical_class(set: &CharSet) -> Hir {
     let mut alts = Vec::new();
     let raw = raw_part(set);
@@ -194,31 +195,39 @@ fn alternation(mut alts: Vec<Hir>) -> Hir {
 }
 
 thread_local! {
-    /// Spellings of recently encoded classes: schemas repeat the same few classes (any
-    /// character, digits, the characters after a property-name prefix...) many times.
-    static CLASS_CACHE: std::cell::RefCell<rustc_hash::FxHashMap<CharSet, Hir>> = Default::default();
+    /// Spellings of recently spelled classes: schemas repeat the same few classes (any
+    /// character, digits, the characters after a property-name prefix...) many times, and a
+    /// key complement has one per node of its trie.
+    static CLASS_CACHE: std::cell::RefCell<rustc_hash::FxHashMap<(bool, CharSet), Hir>> = Default::default();
 }
 
 /// Most classes kept in the cache.
 const CLASS_CACHE_SIZE: usize = 4096;
 
-/// Every spelling of one character of `set`.
-pub(crate) fn encode_class(set: &CharSet) -> Hir {
-    if let Some(hir) = CLASS_CACHE.with(|c| c.borrow().get(set).cloned()) {
+/// The spellings of one character of `set` that `escapes` allows.
+fn spell_class(set: &CharSet, escapes: Escapes) -> Hir {
+    let canonical = escapes == Escapes::Canonical;
+    let key = (canonical, set.clone());
+    if let Some(hir) = CLASS_CACHE.with(|c| c.borrow().get(&key).cloned()) {
         return hir;
     }
-    let hir = encode_class_uncached(set);
+    let hir = if canonical {
+        canonical_class(set)
+    } else {
+        any_class(set)
+    };
     CLASS_CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= CLASS_CACHE_SIZE {
             c.clear();
         }
-        c.insert(set.clone(), hir.clone());
+        c.insert(key, hir.clone());
     });
     hir
 }
 
-fn encode_class_uncached(set: &CharSet) -> Hir {
+/// Every spelling of one character of `set`.
+fn any_class(set: &CharSet) -> Hir {
     let mut alts = Vec::new();
     let raw = raw_part(set);
     if !raw.is_empty() {

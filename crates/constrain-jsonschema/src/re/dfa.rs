@@ -661,9 +661,14 @@ pub(crate) fn complement(re: &Re) -> Result<Re> {
     Dfa::from_re(re)?.minimize().complement().to_re()
 }
 
-/// Whether `re` matches no string.
+/// Whether `re` matches no string: from its structure when it has no assertion (a regular
+/// expression without intersection or complement is empty only through an empty class),
+/// otherwise from its automaton.
 pub(crate) fn is_empty(re: &Re) -> Result<bool> {
-    Ok(Dfa::from_re(re)?.is_empty())
+    match re.matches_nothing() {
+        Some(empty) => Ok(empty),
+        None => Ok(Dfa::from_re(re)?.is_empty()),
+    }
 }
 
 /// Strings of `min..=max` characters, as an automaton.
@@ -706,6 +711,56 @@ mod tests {
 
     fn dfa(pattern: &str) -> Dfa {
         Dfa::from_re(&ecma::parse(pattern).expect("parses")).expect("builds")
+    }
+
+    #[test]
+    fn emptiness_from_structure_agrees_with_the_automaton() {
+        let none = Re::class(CharSet::empty());
+        let a = Re::literal("a");
+        let cases = [
+            (none.clone(), true),
+            (Re::Concat(vec![a.clone(), none.clone()]), true),
+            (Re::Alt(vec![none.clone(), a.clone()]), false),
+            (Re::Alt(vec![none.clone(), none.clone()]), true),
+            (
+                Re::Repeat {
+                    re: Box::new(none.clone()),
+                    min: 0,
+                    max: Some(3),
+                },
+                false,
+            ),
+            (
+                Re::Repeat {
+                    re: Box::new(none.clone()),
+                    min: 2,
+                    max: None,
+                },
+                true,
+            ),
+            (
+                Re::Repeat {
+                    re: Box::new(a.clone()),
+                    min: 3,
+                    max: Some(4),
+                },
+                false,
+            ),
+            (Re::not_in(&["x".to_string()]), false),
+            (Re::one_of_strings(&[]), true),
+        ];
+        for (re, empty) in cases {
+            assert_eq!(re.matches_nothing(), Some(empty), "{re:?}");
+            assert_eq!(
+                Dfa::from_re(&re).expect("small").is_empty(),
+                empty,
+                "{re:?}"
+            );
+        }
+        // An assertion can rule out what the structure allows: the automaton decides.
+        let anchored = ecma::parse("a^b").expect("parses");
+        assert_eq!(anchored.matches_nothing(), None);
+        assert!(is_empty(&anchored).expect("small"));
     }
 
     fn check_same(re: &Re, samples: &[&str], reference: &Dfa) {

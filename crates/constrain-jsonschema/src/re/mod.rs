@@ -80,6 +80,33 @@ impl Re {
         }
     }
 
+    /// Whether `re` matches no string, read off its structure; `None` when it holds an
+    /// assertion, which may rule out a match its structure allows.
+    pub(crate) fn matches_nothing(&self) -> Option<bool> {
+        Some(match self {
+            Re::Class(set) => set.is_empty(),
+            Re::Literal(_) => false,
+            Re::Concat(parts) => {
+                let mut empty = false;
+                for p in parts {
+                    empty |= p.matches_nothing()?;
+                }
+                empty
+            }
+            Re::Alt(parts) => {
+                let mut empty = true;
+                for p in parts {
+                    empty &= p.matches_nothing()?;
+                }
+                empty
+            }
+            Re::Repeat { re, min, max } => {
+                max.is_some_and(|m| m < *min) || (*min > 0 && re.matches_nothing()?)
+            }
+            Re::Look(_) => return None,
+        })
+    }
+
     pub(crate) fn is_empty_string(&self) -> bool {
         matches!(self, Re::Literal(s) if s.is_empty())
     }

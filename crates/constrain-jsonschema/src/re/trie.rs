@@ -29,10 +29,10 @@ impl Trie {
         if self.end {
             alts.push(Re::empty());
         }
-        for (c, child) in &self.children {
-            alts.push(Re::concat(vec![Re::Literal(c.to_string()), child.set()]));
+        for (&c, child) in &self.children {
+            alts.push(prefixed(c.to_string(), child.set()));
         }
-        Re::alt(alts)
+        trie_alt(alts)
     }
 
     /// The strings outside the set: those with a character outside a small alphabet (a
@@ -40,14 +40,20 @@ impl Trie {
     /// alphabet that stop at a node that ends no word or leave the trie (a path, then an
     /// alphabet character no word continues with there, then anything).
     ///
-    /// The alphabet is printable ASCII and `used`, every character a word uses. Each node's
-    /// departure class is kept to it: the rest of the characters, which as JSON text is
-    /// the large part (raw multi-byte characters, `\u` escapes, surrogate pairs), is
-    /// spelled once for the whole set instead of once per node. A fixed alphabet keeps the
-    /// departure classes the same from one set to the next, so their spellings are reused.
+    /// The alphabet is printable ASCII but the quote and the backslash, and `used`, every
+    /// character a word uses. Each node's departure class is kept to it: the rest of the
+    /// characters, which as JSON text is the large part (escapes, raw multi-byte characters,
+    /// `\u` escapes, surrogate pairs), is spelled once for the whole set instead of once per
+    /// node. A fixed alphabet keeps the departure classes the same from one set to the next,
+    /// so their spellings are reused; without the two escaped characters the canonical
+    /// spelling of a departure class is a single character class.
     /// The trailing "anything" is shared, which keeps the expression as small as the trie.
     fn complement(&self, used: &CharSet) -> Re {
-        let alphabet = used.union(&CharSet::from_ranges([(0x20, 0x7E)]));
+        let alphabet = used.union(&CharSet::from_ranges([
+            (0x20, 0x21),
+            (0x23, 0x5B),
+            (0x5D, 0x7E),
+        ]));
         Re::alt(vec![
             Re::concat(vec![
                 Re::repeat(Re::class(alphabet.clone()), 0, None),
@@ -65,27 +71,53 @@ impl Trie {
         if !self.end {
             alts.push(Re::empty());
         }
-        for (c, child) in &self.children {
-            alts.push(Re::concat(vec![
-                Re::Literal(c.to_string()),
-                child.unfinished(),
-            ]));
+        for (&c, child) in &self.children {
+            let rest = child.unfinished();
+            if !rest.is_nothing() {
+                alts.push(prefixed(c.to_string(), rest));
+            }
         }
-        Re::alt(alts)
+        trie_alt(alts)
     }
 
     /// A path followed by a character of `alphabet` that leaves the trie.
     fn departures(&self, alphabet: &CharSet) -> Re {
         let mut alts = Vec::with_capacity(self.children.len() + 1);
         let firsts = CharSet::from_ranges(self.children.keys().map(|&c| (c as u32, c as u32)));
-        alts.push(Re::class(alphabet.difference(&firsts)));
-        for (c, child) in &self.children {
-            alts.push(Re::concat(vec![
-                Re::Literal(c.to_string()),
-                child.departures(alphabet),
-            ]));
+        let leaving = alphabet.difference(&firsts);
+        if !leaving.is_empty() {
+            alts.push(Re::Class(leaving));
         }
-        Re::alt(alts)
+        for (&c, child) in &self.children {
+            alts.push(prefixed(c.to_string(), child.departures(alphabet)));
+        }
+        trie_alt(alts)
+    }
+}
+
+/// `path` then `rest`, as [`Re::concat`] would simplify it: `rest` is never nothing here.
+fn prefixed(path: String, rest: Re) -> Re {
+    match rest {
+        Re::Literal(tail) => Re::Literal(path + &tail),
+        Re::Concat(mut parts) => {
+            if let Some(Re::Literal(head)) = parts.first_mut() {
+                head.insert_str(0, &path);
+            } else {
+                parts.insert(0, Re::Literal(path));
+            }
+            Re::Concat(parts)
+        }
+        other => Re::Concat(vec![Re::Literal(path), other]),
+    }
+}
+
+/// The alternation of one trie level's branches, which start with distinct characters (or
+/// are the empty string or a departure class): no duplicates to remove, nothing nested.
+fn trie_alt(mut alts: Vec<Re>) -> Re {
+    match alts.len() {
+        0 => Re::nothing(),
+        1 => alts.pop().unwrap_or_else(Re::nothing),
+        _ => Re::Alt(alts),
     }
 }
 
@@ -129,13 +161,14 @@ mod tests {
 
     #[test]
     fn complement_holds_for_every_short_string() {
-        let sets: [&[&str]; 4] = [
+        let sets: [&[&str]; 5] = [
             &["ab", "abc", "b", "é"],
             &["name", "namespace", "kind"],
+            &["a\"b", "\\", "b"],
             &[""],
             &[],
         ];
-        let alphabet = ['a', 'b', 'c', 'é', 'z', '😀', 'n', '\n'];
+        let alphabet = ['a', 'b', 'c', 'é', 'z', '😀', 'n', '\n', '"', '\\'];
         for words in sets {
             let words: Vec<String> = words.iter().map(|s| s.to_string()).collect();
             let not = Dfa::from_re(&Re::not_in(&words)).expect("small");
