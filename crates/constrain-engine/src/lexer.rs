@@ -420,8 +420,8 @@ impl Lexer {
             MAX_RADIUS
         } else {
             match self.radius_of_one_terminal(state)? {
-                Some(radius) if radius > 0 => radius,
-                _ => return self.chain_radius(state, Alphabet::String),
+                Some(radius) => radius,
+                None => return self.chain_radius(state, Alphabet::String),
             }
         };
         self.string_radius[state as usize] = Some(radius);
@@ -457,7 +457,8 @@ impl Lexer {
 
     /// The largest string radius of the NFA states of one terminal of `state`, as a lexer
     /// state of their own, when no other member can end on string characters: `state`
-    /// survives at least as long. `None` for a state of one terminal.
+    /// survives at least as long. `None` for a state of one terminal, when that radius is 0
+    /// or when another member can end.
     ///
     /// The key position of an object that allows undeclared keys is such a state: the
     /// undeclared key (any string but the declared ones) never dies, but it has a state per

@@ -73,8 +73,10 @@ pub(crate) fn lexeme_mask(
         string_radius
     };
     // Whether the short string tokens below a node are allowed already: then a subtree of
-    // them is skipped, not walked (see `TokenIndex::allow_short_strings`).
-    let short_strings_from_root = string_radius >= SHORT_STRING
+    // them is skipped, not walked (see `TokenIndex::allow_short_strings`). Decided runs hold
+    // them already.
+    let short_strings_from_root = !string_runs_decided
+        && string_radius >= SHORT_STRING
         && index.has_short_strings(0)
         && index.allow_short_strings(&mut inside, 0);
     // (end of subtree, lexer state at its root, short string tokens below allowed)

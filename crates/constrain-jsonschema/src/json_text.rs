@@ -198,7 +198,7 @@ thread_local! {
     /// Spellings of recently spelled classes: schemas repeat the same few classes (any
     /// character, digits, the characters after a property-name prefix...) many times, and a
     /// key complement has one per node of its trie.
-    static CLASS_CACHE: std::cell::RefCell<rustc_hash::FxHashMap<(bool, CharSet), Hir>> = Default::default();
+    static CLASS_CACHE: std::cell::RefCell<rustc_hash::FxHashMap<(Escapes, CharSet), Hir>> = Default::default();
 }
 
 /// Most classes kept in the cache.
@@ -206,15 +206,13 @@ const CLASS_CACHE_SIZE: usize = 4096;
 
 /// The spellings of one character of `set` that `escapes` allows.
 fn spell_class(set: &CharSet, escapes: Escapes) -> Hir {
-    let canonical = escapes == Escapes::Canonical;
-    let key = (canonical, set.clone());
+    let key = (escapes, set.clone());
     if let Some(hir) = CLASS_CACHE.with(|c| c.borrow().get(&key).cloned()) {
         return hir;
     }
-    let hir = if canonical {
-        canonical_class(set)
-    } else {
-        any_class(set)
+    let hir = match escapes {
+        Escapes::Any => any_class(set),
+        Escapes::Canonical => canonical_class(set),
     };
     CLASS_CACHE.with(|c| {
         let mut c = c.borrow_mut();

@@ -139,7 +139,7 @@ pub enum PropertyOrder {
 /// escapes such as `\/`). Accepting all of them is what reading JSON text needs; a generator
 /// rarely wants them: a small model that starts a key with `\u006C` keeps going that way, and a
 /// declared key with many spellings cannot be forced.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Escapes {
     /// Every spelling JSON allows.
     #[default]
