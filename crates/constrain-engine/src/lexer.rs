@@ -112,6 +112,9 @@ pub(crate) struct Lexer {
     /// bytes of string characters (see [`Lexer::match_reachable_in_strings`]); only "none"
     /// is remembered, as it holds for every state on the way too.
     no_match_in_strings: FxHashSet<(u32, u32)>,
+    /// Per state: whether a control byte after string characters kills it (`None` until
+    /// asked).
+    controls_die: Vec<Option<bool>>,
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
     /// The string characters as byte classes (`None` until first asked).
@@ -205,6 +208,7 @@ impl Lexer {
             free_in_strings: Vec::new(),
             loops_in_strings: FxHashMap::default(),
             no_match_in_strings: FxHashSet::default(),
+            controls_die: Vec::new(),
             string_radius: Vec::new(),
             char_classes: None,
             deadline: None,
@@ -430,8 +434,9 @@ impl Lexer {
 
     /// The string radius of `state` when it is exact: every run of that many string
     /// characters leads to one state, where no further string character can begin (a string
-    /// body with `maxLength`, counting what it has left). A token of whole string characters
-    /// is then allowed from `state` exactly when it has no more characters than that, and a
+    /// body with `maxLength`, counting what it has left). A token of string characters (a cut
+    /// last one counting as one: not even its first byte can follow the last) is then
+    /// allowed from `state` exactly when it has no more characters than that, and a
     /// lexeme walk decides all of them at once (see `mask::lexeme_mask`).
     pub(crate) fn exact_string_radius(&mut self, state: LexId) -> Result<Option<u8>, MatchError> {
         let radius = self.string_radius(state)?;
@@ -709,6 +714,24 @@ impl Lexer {
         false
     }
 
+    /// Whether a control byte (U+0000 to U+001F, which JSON strings escape) kills `state`
+    /// after any run of string characters: none of its NFA states reaches, through bytes of
+    /// string characters, one that reads a control byte or is a match (see
+    /// `Terminals::reaches_control_in_strings`). A token of string characters and then a
+    /// control byte, read from a state with the string radius for them, is then rejected
+    /// whatever follows (see `mask::lexeme_mask`).
+    pub(crate) fn controls_die_in_strings(&mut self, state: LexId) -> bool {
+        if let Some(known) = self.controls_die[state as usize] {
+            return known;
+        }
+        let members = &self.states[state as usize];
+        let die = !members
+            .iter()
+            .any(|&(t, s)| self.terminals.reaches_control_in_strings(t, s));
+        self.controls_die[state as usize] = Some(die);
+        die
+    }
+
     /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
     /// (`chars`, from [`Self::char_classes`]): every NFA set a character leads to holds it.
     /// Remembered per NFA state: the same states recur in many lexer states.
@@ -922,6 +945,7 @@ impl Lexer {
         self.extends.push(accepts.len() < set.len());
         self.byte_radius.push([None; BYTE_ALPHABETS]);
         self.free_in_strings.push(None);
+        self.controls_die.push(None);
         self.string_radius.push(None);
         let set: Box<[(u32, u32)]> = set.as_slice().into();
         self.ids.insert(set.clone(), id);
@@ -1094,6 +1118,44 @@ mod tests {
             .next(both, lexer.byte_classes()[b'"' as usize] as usize)
             .expect("steps");
         assert!(lexer.free_in_strings(both), "one looping member is enough");
+    }
+
+    #[test]
+    fn controls_die_in_strings_only_where_no_string_path_reads_one() {
+        let mut lexer = lexer(&[
+            r#""[^"\\\x00-\x1F]*"[\t\n ]*,"#,
+            r#""[^"\\]*""#,
+            r#""[a-z]*\n?""#,
+            r#""(?:[^"\\\x00-\x1F]|\\n)*""#,
+        ]);
+        let body = read(&mut lexer, 0, br#""ab"#);
+        assert!(
+            lexer.controls_die_in_strings(body),
+            "a JSON string body: the newline after its quote is out of reach"
+        );
+        let raw = read(&mut lexer, 1, br#""ab"#);
+        assert!(
+            !lexer.controls_die_in_strings(raw),
+            "a body that takes raw control bytes"
+        );
+        let later = read(&mut lexer, 2, br#""ab"#);
+        assert!(
+            !lexer.controls_die_in_strings(later),
+            "a newline some characters on"
+        );
+        let escaped = read(&mut lexer, 3, br#""ab"#);
+        assert!(
+            lexer.controls_die_in_strings(escaped),
+            "an escape spells a newline with string characters"
+        );
+        let both = lexer.start(&[0, 1]).expect("starts");
+        let both = lexer
+            .next(both, lexer.byte_classes()[b'"' as usize] as usize)
+            .expect("steps");
+        assert!(
+            !lexer.controls_die_in_strings(both),
+            "one member that reads them is enough"
+        );
     }
 
     /// A class of scattered three-byte characters: its byte boundaries split the UTF-8

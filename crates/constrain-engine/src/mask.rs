@@ -11,7 +11,8 @@
 //! Both walks take a subtree in one step when every byte below it is a text byte and the state
 //! reached survives any text that long (a string body, or one with characters left before its
 //! `maxLength`; see `text_run`): all its tokens are then allowed. The lexeme walk also does so
-//! when everything below is whole string characters of any script and the lexer state can
+//! when everything below is string characters of any script (the last one of a token possibly
+//! cut short by its end, as byte-level vocabularies split characters) and the lexer state can
 //! neither die nor end on them (`Lexer::free_in_strings`), and when every token below is
 //! string characters, no more of them than the walk's start survives (`Lexer::string_radius`).
 //! When that count is exact (a string body with a `maxLength`), every token of string
@@ -72,6 +73,12 @@ pub(crate) fn lexeme_mask(
     } else {
         string_radius
     };
+    // Whether a control byte after string characters kills `lex` (inside any JSON string it
+    // does): then a subtree of runs and of tokens that break off at a control byte within
+    // that many characters is decided too, its runs allowed and the others dead. Most of a
+    // vocabulary's tokens that are not runs are such (code with its newlines and tabs).
+    let controls_die =
+        (string_runs_decided || string_radius > 0) && auto.lexer.controls_die_in_strings(lex);
     // Whether the short string tokens below a node are allowed already: then a subtree of
     // them is skipped, not walked (see `TokenIndex::allow_short_strings`). Decided runs hold
     // them already.
@@ -94,7 +101,12 @@ pub(crate) fn lexeme_mask(
         let (parent, short_strings_allowed) =
             stack.last().map_or((LEX_DEAD, false), |&(_, l, s)| (l, s));
         if short_strings_allowed {
-            if let Some(past) = index.past_short_strings(i) {
+            let past = if controls_die {
+                index.past_short_or_broken(i)
+            } else {
+                index.past_short_strings(i)
+            };
+            if let Some(past) = past {
                 i = past;
                 continue;
             }
@@ -104,6 +116,13 @@ pub(crate) fn lexeme_mask(
             // or all of them are decided already.
             if !string_runs_decided {
                 index.allow_subtree(&mut inside, i);
+            }
+            i = node.subtree_end as usize;
+            continue;
+        }
+        if controls_die && index.runs_or_broken(i) <= skip_string_runs_up_to {
+            if !string_runs_decided {
+                index.allow_runs_below(&mut inside, i);
             }
             i = node.subtree_end as usize;
             continue;

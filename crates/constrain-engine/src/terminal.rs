@@ -50,6 +50,9 @@ struct Piece {
     /// Per NFA state: whether it loops on every text byte (0 until asked, then 1 for no and 2
     /// for yes).
     text_loops: Vec<u8>,
+    /// Per NFA state: whether it reaches a control byte or a match through string bytes (see
+    /// [`Terminals::reaches_control_in_strings`]; empty until first asked).
+    control_reaching: Box<[bool]>,
     /// Per NFA state: the live byte-consuming and match states its ε-moves reach (filled as
     /// steps first land on it: every new lexer state asks again).
     closures: Box<[OnceCell<Box<[u32]>>]>,
@@ -67,6 +70,7 @@ impl Piece {
             live: Vec::new(),
             text_distance: Box::default(),
             text_loops: Vec::new(),
+            control_reaching: Box::default(),
             closures: Box::default(),
         }
     }
@@ -364,6 +368,20 @@ impl Terminals {
         piece.text_distance[sid.as_usize()]
     }
 
+    /// Whether member `s` of `t` reaches, through ε-moves and bytes of string characters
+    /// (any byte from 0x80 on: more paths than UTF-8 allows, which only errs towards "yes"),
+    /// a state that reads a control byte (below 0x20) or is a match (a head's match stands
+    /// for its rest, unread). Found for every state of an NFA at once, by one backward pass
+    /// over its transitions.
+    pub(crate) fn reaches_control_in_strings(&mut self, t: u32, s: u32) -> bool {
+        let (p, sid) = self.locate(t, s);
+        let piece = &mut self.pieces[p];
+        if piece.control_reaching.is_empty() {
+            piece.control_reaching = control_reaching(&piece.nfa);
+        }
+        piece.control_reaching[sid.as_usize()]
+    }
+
     /// The NFA holding member `s` of `t`, and its state there.
     pub(crate) fn nfa_of(&self, t: u32, s: u32) -> (&NFA, StateID) {
         let (p, sid) = self.locate(t, s);
@@ -589,6 +607,70 @@ fn predecessors(nfa: &NFA) -> (Vec<Vec<(u32, Edge)>>, Vec<u32>) {
         }
     }
     (preds, matches)
+}
+
+/// Per NFA state, whether a state that reads a control byte or is a match is reachable from
+/// it through ε-moves and bytes of string characters (see
+/// [`Terminals::reaches_control_in_strings`]).
+fn control_reaching(nfa: &NFA) -> Box<[bool]> {
+    let string_in = |start: u8, end: u8| {
+        end >= 0x80 || (start..=end).any(|b| b >= b' ' && b != b'"' && b != b'\\')
+    };
+    let control_in = |start: u8, _end: u8| start < b' ';
+    let states = nfa.states();
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); states.len()];
+    let mut reaching = vec![false; states.len()].into_boxed_slice();
+    let mut work = Vec::new();
+    for (i, state) in states.iter().enumerate() {
+        let mut hit = false;
+        let mut add = |to: StateID| preds[to.as_usize()].push(i as u32);
+        match state {
+            State::ByteRange { trans } => {
+                hit = control_in(trans.start, trans.end);
+                if string_in(trans.start, trans.end) {
+                    add(trans.next);
+                }
+            }
+            State::Sparse(sparse) => {
+                for t in sparse.transitions.iter() {
+                    hit |= control_in(t.start, t.end);
+                    if string_in(t.start, t.end) {
+                        add(t.next);
+                    }
+                }
+            }
+            State::Dense(dense) => {
+                for (b, &next) in dense.transitions.iter().enumerate() {
+                    if next != StateID::ZERO {
+                        hit |= control_in(b as u8, b as u8);
+                        if string_in(b as u8, b as u8) {
+                            add(next);
+                        }
+                    }
+                }
+            }
+            State::Union { alternates } => alternates.iter().for_each(|&s| add(s)),
+            State::BinaryUnion { alt1, alt2 } => {
+                add(*alt1);
+                add(*alt2);
+            }
+            State::Capture { next, .. } | State::Look { next, .. } => add(*next),
+            State::Match { .. } => hit = true,
+            State::Fail => {}
+        }
+        if hit {
+            reaching[i] = true;
+            work.push(i as u32);
+        }
+    }
+    while let Some(s) = work.pop() {
+        for &p in &preds[s as usize] {
+            if !std::mem::replace(&mut reaching[p as usize], true) {
+                work.push(p);
+            }
+        }
+    }
+    reaching
 }
 
 /// NFA states from which a match state is reachable.

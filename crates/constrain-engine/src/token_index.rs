@@ -12,14 +12,62 @@ use rustc_hash::FxHashMap;
 use crate::grammar::special_token_bytes;
 use crate::mask::LexemeMask;
 
-/// One trie node: the byte that leads to it, where its subtree ends, and the tokens it spells.
+/// One trie node: the byte that leads to it, where its subtree ends, the tokens it spells, and
+/// what the walks ask about the subtree below it. Kept together: a walk visits a few thousand
+/// nodes spread over megabytes of trie, and a visit should touch one cache line, not one per
+/// question.
 #[derive(Copy, Clone, Debug)]
+#[repr(align(32))]
 pub(crate) struct Node {
     pub byte: u8,
+    /// The narrowest byte alphabet (see [`alphabet_of`]) holding every byte below,
+    /// [`NO_ALPHABET`] when none does.
+    alphabet_below: u8,
+    /// The depth of the subtree below (0 for a leaf), capped at 255.
+    height: u8,
+    /// The most characters of a token at or below when every such token is a run of string
+    /// characters (capped at 254), `u8::MAX` when one is not.
+    string_tokens: u8,
     /// Index one past the last node of this node's subtree.
     pub subtree_end: u32,
     tokens_start: u32,
     tokens_len: u32,
+    /// When every token at or below is a short string: the next sibling for which that does
+    /// not hold, or the end of the parent's subtree; a walk skipping short strings jumps there
+    /// at once.
+    past_short_strings: u32,
+    /// As `past_short_strings`, for the tokens counted by `runs_or_broken`: where a walk from
+    /// a state that control bytes kill jumps to.
+    past_short_or_broken: u32,
+    /// Whether every token below continues with string characters only (see
+    /// [`string_characters_from`]: the last may be cut short by the token's end).
+    string_below: bool,
+    /// As `string_tokens`, where a token of `k` string characters and then a control byte
+    /// (see [`chars_before_control`]) counts `k + 1`: a state that survives that many string
+    /// characters, and dies on a control byte after any of them, allows exactly the runs of
+    /// string characters below.
+    runs_or_broken: u8,
+}
+
+// Two nodes to a cache line, none across two.
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
+
+impl Node {
+    fn new(byte: u8, tokens_start: u32) -> Node {
+        Node {
+            byte,
+            alphabet_below: 0,
+            height: 0,
+            string_tokens: 0,
+            subtree_end: 0,
+            tokens_start,
+            tokens_len: 0,
+            past_short_strings: 0,
+            past_short_or_broken: 0,
+            string_below: true,
+            runs_or_broken: 0,
+        }
+    }
 }
 
 /// The token trie of one vocabulary. Build it once per tokenizer and share it between grammars.
@@ -30,17 +78,6 @@ pub struct TokenIndex {
     tokens: Vec<u32>,
     eos: Vec<u32>,
     mask_words: usize,
-    /// Per node: the narrowest byte alphabet (see [`alphabet_of`]) holding every byte below
-    /// it, [`NO_ALPHABET`] when none does.
-    alphabet_below: Vec<u8>,
-    /// Per node: the depth of its subtree below it (0 for a leaf), capped at 255.
-    height: Vec<u8>,
-    /// Per node: whether every token below it continues with whole string characters only
-    /// (see [`is_string_char`]).
-    string_below: Vec<bool>,
-    /// Per node: the most characters of a token at or below it when every such token is a
-    /// run of whole string characters (capped at 254), `u8::MAX` when one is not.
-    string_tokens: Vec<u8>,
     /// The subtrees with so many tokens that or-ing a whole mask is quicker than setting them
     /// one by one, as masks (see [`DENSE_TOKENS_PER_WORD`]).
     dense: NodeMasks,
@@ -48,11 +85,14 @@ pub struct TokenIndex {
     /// tokens (see [`SHORT_STRING`]): a walk from a state that survives that many string
     /// characters allows them all at once, and then skips every subtree of them below.
     short_strings: NodeMasks,
-    /// Per node whose tokens are all short strings: the next sibling whose tokens are not, or
-    /// the end of the parent's subtree; a walk skipping short strings jumps there at once.
-    past_short_strings: Vec<u32>,
-    /// Per count `r` below [`STRING_RUNS`]: every token that is a run of at most `r` whole
-    /// string characters, as a mask (`mask_words` words each). A lexeme walk from a state that
+    /// The dense subtrees of runs of string characters and tokens that break off at a control
+    /// byte, both, as masks of their runs (see [`Self::allow_runs_below`]).
+    runs: NodeMasks,
+    /// Per entry of `tokens`: its string characters when it is a run of them, `u8::MAX` when
+    /// it is not.
+    token_chars: Vec<u8>,
+    /// Per count `r` below [`STRING_RUNS`]: every token that is a run of at most `r` string
+    /// characters, as a mask (`mask_words` words each). A lexeme walk from a state that
     /// survives exactly `r` such characters takes all of them at once and skips every subtree
     /// of such tokens (see [`Self::allow_string_runs`]).
     string_runs: Vec<u32>,
@@ -127,15 +167,43 @@ pub(crate) const STRING_RUNS: usize = 64;
 /// vocabulary, about 1 MB).
 const DENSE_TOKENS_PER_WORD: f64 = 0.25;
 
-/// Lexeme masks by [`Lexer::signature`](crate::lexer::Lexer::signature), dropped wholesale when
-/// over budget.
+/// Lexeme masks by [`Lexer::signature`](crate::lexer::Lexer::signature) in two generations:
+/// when the recent one fills its half of the budget it becomes the older one, whose previous
+/// masks are dropped (on a thread of their own). A mask found in the older generation moves
+/// back to the recent one, so the lexemes every grammar has (a string body, a number) outlive
+/// a stream of grammars with lexemes of their own, at the cost of one move per generation.
 #[derive(Debug, Default)]
 struct SharedLexemeMasks {
-    masks: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
+    recent: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
+    older: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
+    /// Memory held by `recent`.
     bytes: usize,
 }
 
-/// Memory for the lexeme masks shared through one [`TokenIndex`].
+impl SharedLexemeMasks {
+    fn get(&mut self, signature: &[u32]) -> Option<Arc<LexemeMask>> {
+        if let Some(mask) = self.recent.get(signature) {
+            return Some(mask.clone());
+        }
+        let (signature, mask) = self.older.remove_entry(signature)?;
+        self.insert(signature, mask.clone());
+        Some(mask)
+    }
+
+    fn insert(&mut self, signature: Box<[u32]>, mask: Arc<LexemeMask>) {
+        let bytes = signature.len() * 4 + mask.bytes();
+        if self.bytes + bytes > SHARED_LEXEME_MASK_BYTES / 2 {
+            // Thousands of masks: not freed on the thread waiting for this one.
+            let recent = std::mem::take(&mut self.recent);
+            crate::free_in_background(std::mem::replace(&mut self.older, recent));
+            self.bytes = 0;
+        }
+        self.bytes += bytes;
+        self.recent.insert(signature, mask);
+    }
+}
+
+/// Memory for the lexeme masks shared through one [`TokenIndex`] (both generations).
 const SHARED_LEXEME_MASK_BYTES: usize = 64 << 20;
 
 impl TokenIndex {
@@ -156,15 +224,8 @@ impl TokenIndex {
             }
         }
         entries.sort_unstable();
-        let mut nodes = vec![Node {
-            byte: 0,
-            subtree_end: 0,
-            tokens_start: 0,
-            tokens_len: 0,
-        }];
+        let mut nodes = vec![Node::new(0, 0)];
         let mut tokens = Vec::with_capacity(entries.len());
-        let mut string_below = vec![true];
-        let mut string_tokens = vec![0u8];
         let mut string_from = Vec::new();
         // Per entry of `tokens`: its characters when it is all string characters.
         let mut token_chars: Vec<u8> = Vec::with_capacity(entries.len());
@@ -183,20 +244,19 @@ impl TokenIndex {
             }
             for &b in &bytes[common..] {
                 path.push(nodes.len());
-                nodes.push(Node {
-                    byte: b,
-                    subtree_end: 0,
-                    tokens_start: tokens.len() as u32,
-                    tokens_len: 0,
-                });
-                string_below.push(true);
-                string_tokens.push(0);
+                nodes.push(Node::new(b, tokens.len() as u32));
             }
             string_characters_from(bytes, &mut string_from);
             let whole = string_from[0].map_or(u8::MAX, |chars| chars.min(u8::MAX - 1));
+            let run_or_broken = if whole < u8::MAX {
+                whole
+            } else {
+                chars_before_control(bytes).map_or(u8::MAX, |k| k.saturating_add(1))
+            };
             for (depth, node) in std::iter::once(0).chain(path.iter().copied()).enumerate() {
-                string_below[node] &= string_from[depth].is_some();
-                string_tokens[node] = string_tokens[node].max(whole);
+                nodes[node].string_below &= string_from[depth].is_some();
+                nodes[node].string_tokens = nodes[node].string_tokens.max(whole);
+                nodes[node].runs_or_broken = nodes[node].runs_or_broken.max(run_or_broken);
             }
             let last = path.last().copied().unwrap_or(0);
             if nodes[last].tokens_len == 0 {
@@ -215,9 +275,38 @@ impl TokenIndex {
         let parents = parents(&nodes);
         let height = subtree_heights(&nodes, &parents);
         let alphabet_below = alphabets_below(&nodes, &parents);
+        let past_short_strings = past_short(&nodes, &parents, |node| node.string_tokens);
+        let past_short_or_broken = past_short(&nodes, &parents, |node| node.runs_or_broken);
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.height = height[i];
+            node.alphabet_below = alphabet_below[i];
+            node.past_short_strings = past_short_strings[i];
+            node.past_short_or_broken = past_short_or_broken[i];
+        }
         let dense = dense_subtrees(&nodes, &tokens, mask_words);
-        let short_strings = short_string_masks(&nodes, &tokens, &token_chars, &dense, mask_words);
-        let past_short_strings = past_short_strings(&nodes, &parents, &string_tokens);
+        let dense_where = |wanted: &dyn Fn(usize, &[u8]) -> bool, keep: &dyn Fn(u8) -> bool| {
+            dense_masks_where(
+                &nodes,
+                &tokens,
+                &token_chars,
+                &dense,
+                mask_words,
+                wanted,
+                keep,
+            )
+        };
+        // The short string tokens (see [`SHORT_STRING`]) of the dense subtrees that hold
+        // other tokens too (when all are, the subtree's own mask serves).
+        let short_strings =
+            dense_where(&|_, chars| chars.iter().any(|&c| c > SHORT_STRING), &|c| {
+                c <= SHORT_STRING
+            });
+        // The runs of the dense subtrees with tokens that break off at a control byte and
+        // none that is neither that nor a run.
+        let runs = dense_where(
+            &|node, _| nodes[node].string_tokens == u8::MAX && nodes[node].runs_or_broken < u8::MAX,
+            &|c| c < u8::MAX,
+        );
         let string_runs = string_run_masks(&tokens, &token_chars, mask_words);
         Arc::new(TokenIndex {
             vocab,
@@ -225,13 +314,10 @@ impl TokenIndex {
             tokens,
             eos,
             mask_words,
-            alphabet_below,
-            height,
-            string_below,
-            string_tokens,
             dense,
             short_strings,
-            past_short_strings,
+            runs,
+            token_chars,
             string_runs,
             lexeme_masks: Mutex::default(),
         })
@@ -239,19 +325,12 @@ impl TokenIndex {
 
     /// The lexeme mask of the lexer states with `signature`, if a grammar computed it already.
     pub(crate) fn shared_lexeme_mask(&self, signature: &[u32]) -> Option<Arc<LexemeMask>> {
-        self.lexeme_masks.lock().masks.get(signature).cloned()
+        self.lexeme_masks.lock().get(signature)
     }
 
     /// Shares `mask`, the lexeme mask of the lexer states with `signature`.
     pub(crate) fn share_lexeme_mask(&self, signature: Box<[u32]>, mask: Arc<LexemeMask>) {
-        let mut shared = self.lexeme_masks.lock();
-        let bytes = signature.len() * 4 + mask.bytes();
-        if shared.bytes + bytes > SHARED_LEXEME_MASK_BYTES {
-            shared.masks.clear();
-            shared.bytes = 0;
-        }
-        shared.bytes += bytes;
-        shared.masks.insert(signature, mask);
+        self.lexeme_masks.lock().insert(signature, mask);
     }
 
     /// The indexed vocabulary.
@@ -319,28 +398,28 @@ impl TokenIndex {
     /// How deep the subtree below `node` goes (capped at 255): a state of at least that text
     /// radius (see `text_run`) allows all of it when [`Self::text_below`] holds.
     pub(crate) fn subtree_height(&self, node: usize) -> u8 {
-        self.height[node]
+        self.nodes[node].height
     }
 
     /// The most bytes of any token (special tokens as they are spelled in the trie), or
     /// `u32::MAX` when some token is too long for [`Self::subtree_height`] to tell.
     pub(crate) fn longest_token(&self) -> u32 {
-        match self.height.first() {
-            Some(&h) if h < u8::MAX => u32::from(h),
+        match self.nodes.first().map(|root| root.height) {
+            Some(h) if h < u8::MAX => u32::from(h),
             _ => u32::MAX,
         }
     }
 
     /// Whether every byte below `node` is a text byte (see [`is_text_byte`]).
     pub(crate) fn text_below(&self, node: usize) -> bool {
-        self.alphabet_below[node] != NO_ALPHABET
+        self.nodes[node].alphabet_below != NO_ALPHABET
     }
 
     /// The narrowest byte alphabet holding every byte below `node` (see [`alphabet_of`]),
     /// if one does: a state that survives that alphabet as deep as the subtree goes allows
     /// all of it.
     pub(crate) fn alphabet_below(&self, node: usize) -> Option<usize> {
-        let alphabet = self.alphabet_below[node];
+        let alphabet = self.nodes[node].alphabet_below;
         (alphabet != NO_ALPHABET).then_some(alphabet as usize)
     }
 
@@ -364,10 +443,20 @@ impl TokenIndex {
     /// whose tokens are all short strings, or `None` when `node` holds other tokens.
     #[inline]
     pub(crate) fn past_short_strings(&self, node: usize) -> Option<usize> {
-        (self.string_tokens[node] <= SHORT_STRING).then(|| self.past_short_strings[node] as usize)
+        let node = &self.nodes[node];
+        (node.string_tokens <= SHORT_STRING).then_some(node.past_short_strings as usize)
     }
 
-    /// Sets the bits of every token that is a run of at most `chars` whole string characters;
+    /// As [`Self::past_short_strings`], past the siblings whose tokens are short strings or
+    /// break off at a control byte within as many characters (see [`Self::runs_or_broken`]),
+    /// for a walk from a state that control bytes kill: those tokens are rejected.
+    #[inline]
+    pub(crate) fn past_short_or_broken(&self, node: usize) -> Option<usize> {
+        let node = &self.nodes[node];
+        (node.runs_or_broken <= SHORT_STRING).then_some(node.past_short_or_broken as usize)
+    }
+
+    /// Sets the bits of every token that is a run of at most `chars` string characters;
     /// returns whether it could (`chars` below [`STRING_RUNS`]). The caller must know that all
     /// such tokens are allowed.
     pub(crate) fn allow_string_runs(&self, mask: &mut [u32], chars: u8) -> bool {
@@ -380,16 +469,37 @@ impl TokenIndex {
         true
     }
 
-    /// Whether every token below `node` continues with whole [`is_string_char`] characters.
+    /// Whether every token below `node` continues with string characters only (see
+    /// [`string_characters_from`]).
     pub(crate) fn string_below(&self, node: usize) -> bool {
-        self.string_below[node]
+        self.nodes[node].string_below
+    }
+
+    /// As [`Self::string_tokens`], a token of `k` string characters and then a control byte
+    /// counting `k + 1`, `u8::MAX` when some token is neither.
+    #[inline]
+    pub(crate) fn runs_or_broken(&self, node: usize) -> u8 {
+        self.nodes[node].runs_or_broken
+    }
+
+    /// Sets the bits of every token below `node` that is a run of string characters. The
+    /// caller must know that all of them are allowed.
+    pub(crate) fn allow_runs_below(&self, mask: &mut [u32], node: usize) {
+        if self.runs.or_into(node, mask) {
+            return;
+        }
+        let (from, below) = subtree_range(&self.nodes, &self.tokens, node);
+        let chars = &self.token_chars[from..from + below.len()];
+        for (&t, _) in below.iter().zip(chars).filter(|&(_, &c)| c < u8::MAX) {
+            mask[(t >> 5) as usize] |= 1 << (t & 31);
+        }
     }
 
     /// The most characters of a token at or below `node` when every such token is a run of
-    /// whole string characters, `u8::MAX` when one is not: a lexeme walk from a state that
+    /// string characters, `u8::MAX` when one is not: a lexeme walk from a state that
     /// survives that many string characters allows all of them.
     pub(crate) fn string_tokens(&self, node: usize) -> u8 {
-        self.string_tokens[node]
+        self.nodes[node].string_tokens
     }
 }
 
@@ -401,7 +511,10 @@ pub(crate) fn is_string_char(c: char) -> bool {
 }
 
 /// `from[k]` for `k` in `0..=bytes.len()`: how many characters `bytes[k..]` holds if it is a
-/// run of whole [`is_string_char`] characters (capped at 255), `None` if it is not.
+/// run of [`is_string_char`] characters (capped at 255), `None` if it is not. The last
+/// character may be cut short by the end of the token (byte-level vocabularies split
+/// characters between tokens): it counts as one, since a state that survives one more
+/// string character of any script survives the first bytes of every one.
 fn string_characters_from(bytes: &[u8], from: &mut Vec<Option<u8>>) {
     from.clear();
     from.resize(bytes.len() + 1, None);
@@ -415,6 +528,9 @@ fn string_characters_from(bytes: &[u8], from: &mut Vec<Option<u8>>) {
             _ => continue,
         };
         let Some(char_bytes) = bytes.get(k..k + width) else {
+            if starts_a_character(&bytes[k..]) {
+                from[k] = Some(1);
+            }
             continue;
         };
         let whole = std::str::from_utf8(char_bytes)
@@ -425,6 +541,34 @@ fn string_characters_from(bytes: &[u8], from: &mut Vec<Option<u8>>) {
             from[k] = from[k + width].map(|chars| chars.saturating_add(1));
         }
     }
+}
+
+/// How many string characters `bytes` holds before its first control byte (U+0000 to U+001F),
+/// when everything before that byte is a run of whole string characters; `None` otherwise (no
+/// control byte, or something else comes first).
+fn chars_before_control(bytes: &[u8]) -> Option<u8> {
+    let at = bytes.iter().position(|&b| b < b' ')?;
+    let before = std::str::from_utf8(&bytes[..at]).ok()?;
+    before
+        .chars()
+        .all(is_string_char)
+        .then(|| before.chars().count().min(usize::from(u8::MAX - 2)) as u8)
+}
+
+/// Whether `bytes`, shorter than the character its first byte announces, begins the UTF-8
+/// encoding of some character (the ranges of RFC 3629, section 4: no overlong form, no
+/// surrogate, nothing above U+10FFFF). Every character beyond ASCII is a string character.
+fn starts_a_character(bytes: &[u8]) -> bool {
+    let second = match bytes.first() {
+        Some(0xC2..=0xDF | 0xE1..=0xEC | 0xEE..=0xEF | 0xF1..=0xF3) => 0x80..=0xBF,
+        Some(0xE0) => 0xA0..=0xBF,
+        Some(0xED) => 0x80..=0x9F,
+        Some(0xF0) => 0x90..=0xBF,
+        Some(0xF4) => 0x80..=0x8F,
+        _ => return false,
+    };
+    bytes.get(1).is_none_or(|b| second.contains(b))
+        && bytes.iter().skip(2).all(|b| (0x80..=0xBF).contains(b))
 }
 
 /// Per node of a depth-first trie: its parent (the root's is itself).
@@ -493,14 +637,17 @@ fn dense_subtrees(nodes: &[Node], tokens: &[u32], mask_words: usize) -> NodeMask
     })
 }
 
-/// The masks of the short string tokens (see [`SHORT_STRING`]) of the dense subtrees that
-/// hold other tokens too (`token_chars`: per entry of `tokens`, its string characters).
-fn short_string_masks(
+/// Masks for the dense subtrees that `wanted` picks (given the node and the string characters
+/// of its tokens), each of the tokens whose string characters `keep` takes (`token_chars`: per
+/// entry of `tokens`, as the index keeps them).
+fn dense_masks_where(
     nodes: &[Node],
     tokens: &[u32],
     token_chars: &[u8],
     dense: &NodeMasks,
     mask_words: usize,
+    wanted: impl Fn(usize, &[u8]) -> bool,
+    keep: impl Fn(u8) -> bool,
 ) -> NodeMasks {
     NodeMasks::build(nodes.len(), mask_words, |node| {
         if !dense.has(node) {
@@ -508,13 +655,11 @@ fn short_string_masks(
         }
         let (from, below) = subtree_range(nodes, tokens, node);
         let chars = &token_chars[from..from + below.len()];
-        // All short string tokens: the subtree's own mask serves.
-        let mixed = chars.iter().any(|&c| c > SHORT_STRING);
-        mixed.then(|| {
+        wanted(node, chars).then(|| {
             below
                 .iter()
                 .zip(chars)
-                .filter(|&(_, &c)| c <= SHORT_STRING)
+                .filter(|&(_, &c)| keep(c))
                 .map(|(&t, _)| t)
                 .collect()
         })
@@ -541,10 +686,10 @@ fn string_run_masks(tokens: &[u32], token_chars: &[u8], mask_words: usize) -> Ve
     masks
 }
 
-/// Per node of a depth-first trie whose tokens are all short strings: the next sibling whose
-/// tokens are not, or the end of its parent's subtree (0 for the other nodes).
-fn past_short_strings(nodes: &[Node], parent: &[u32], string_tokens: &[u8]) -> Vec<u32> {
-    let short = |i: usize| string_tokens[i] <= SHORT_STRING;
+/// Per node of a depth-first trie whose `count` is at most [`SHORT_STRING`]: the next sibling
+/// for which it is not, or the end of its parent's subtree (0 for the other nodes).
+fn past_short(nodes: &[Node], parent: &[u32], count: impl Fn(&Node) -> u8) -> Vec<u32> {
+    let short = |i: usize| count(&nodes[i]) <= SHORT_STRING;
     let mut past = vec![0u32; nodes.len()];
     for i in (1..nodes.len()).rev() {
         if !short(i) {
@@ -605,30 +750,156 @@ mod tests {
             .iter()
             .map(|(id, bytes, kind)| (id, bytes.to_vec(), kind))
             .collect();
-        let extra = [
-            "a\"",
-            "ab\"",
-            "b\\n",
-            "\"x",
-            "abcdefghijklmnopqrstu",
-            "zz zz zz zz zz zz zz",
+        let extra: [&[u8]; 19] = [
+            b"a\"",
+            b"ab\"",
+            b"b\\n",
+            b"\"x",
+            b"abcdefghijklmnopqrstu",
+            b"zz zz zz zz zz zz zz",
+            // Characters cut short by the token's end, whole or not at all.
+            b"a\xE6\x97",
+            b"ab\xF0\x9F",
+            b"abcdefghijklmnop\xC3",
+            b"ab\xED\xA0",
+            b"a\x97",
+            b"b\xE6\x97a",
+            // Runs broken off at a control byte, and tokens that break off otherwise first.
+            b"ab\n",
+            b"a\n\n\"",
+            b"\t",
+            b"abc\r\nx",
+            b"a\"\n",
+            b"b\xE6\n",
+            b"zz\n",
         ];
         for (id, word) in (base.len() as u32..).zip(extra) {
-            tokens.push((id, word.as_bytes().to_vec(), TokenKind::Text));
+            tokens.push((id, word.to_vec(), TokenKind::Text));
         }
         Arc::new(Vocabulary::from_tokens(tokens).expect("distinct ids"))
+    }
+
+    /// The characters of `bytes` when they are string characters, the last possibly cut short
+    /// by the end (the standard library's decoder says where input ended mid-character).
+    fn string_run_chars(bytes: &[u8]) -> Option<usize> {
+        let (text, cut) = match std::str::from_utf8(bytes) {
+            Ok(text) => (text, 0),
+            Err(e) if e.error_len().is_none() => {
+                let whole = std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?;
+                (whole, 1)
+            }
+            Err(_) => return None,
+        };
+        text.chars()
+            .all(is_string_char)
+            .then(|| text.chars().count() + cut)
+    }
+
+    /// `k + 1` for `k` string characters and then a control byte (whatever follows).
+    fn broken_chars(bytes: &[u8]) -> Option<usize> {
+        chars_before_control(bytes).map(|k| usize::from(k) + 1)
+    }
+
+    #[test]
+    fn characters_before_a_control_byte_are_counted() {
+        assert_eq!(chars_before_control(b"ab\n"), Some(2));
+        assert_eq!(chars_before_control("é\t\"x".as_bytes()), Some(1));
+        assert_eq!(chars_before_control(b"\r\n"), Some(0));
+        assert_eq!(chars_before_control(b"ab"), None, "no control byte");
+        assert_eq!(chars_before_control(b"a\"\n"), None, "a quote first");
+        assert_eq!(chars_before_control(b"a\\\n"), None, "a backslash first");
+        assert_eq!(
+            chars_before_control(&[b'a', 0xE6, b'\n']),
+            None,
+            "a cut character first"
+        );
+    }
+
+    #[test]
+    fn runs_and_tokens_broken_at_a_control_byte_are_told_apart() {
+        let index = TokenIndex::new(mixed_letter_vocab());
+        let vocab = index.vocabulary().clone();
+        let bytes = |t: u32| vocab.token_bytes(t).expect("indexed token");
+        let mut masks = 0;
+        for node in 0..index.node_count() {
+            let below = index.subtree_tokens(node);
+            let counts: Option<Vec<usize>> = below
+                .iter()
+                .map(|&t| string_run_chars(bytes(t)).or_else(|| broken_chars(bytes(t))))
+                .collect();
+            let expected = counts.map_or(u8::MAX, |c| c.into_iter().max().unwrap_or(0) as u8);
+            assert_eq!(index.runs_or_broken(node), expected, "node {node}");
+            if expected == u8::MAX {
+                continue;
+            }
+            masks += usize::from(index.runs.has(node));
+            let mut got = vec![0u32; index.mask_words()];
+            index.allow_runs_below(&mut got, node);
+            let runs: Vec<u32> = below
+                .iter()
+                .copied()
+                .filter(|&t| string_run_chars(bytes(t)).is_some())
+                .collect();
+            let mut want = vec![0u32; index.mask_words()];
+            set_bits(&mut want, &runs);
+            assert_eq!(got, want, "node {node}");
+        }
+        assert!(masks >= 1, "a dense subtree keeps its runs as a mask");
+        // Jumps pass exactly the siblings of short runs and short broken tokens.
+        let short_or_broken = |t: u32| {
+            string_run_chars(bytes(t))
+                .or_else(|| broken_chars(bytes(t)))
+                .is_some_and(|c| c <= SHORT_STRING as usize)
+        };
+        let parents = parents(index.nodes());
+        for (node, &parent) in parents.iter().enumerate().skip(1) {
+            let all = index
+                .subtree_tokens(node)
+                .iter()
+                .all(|&t| short_or_broken(t));
+            let Some(past) = index.past_short_or_broken(node) else {
+                assert!(!all, "node {node}");
+                continue;
+            };
+            let mut at = node;
+            while at < past {
+                let below = index.subtree_tokens(at);
+                assert!(below.iter().all(|&t| short_or_broken(t)), "node {at}");
+                at = index.nodes()[at].subtree_end as usize;
+            }
+            assert_eq!(at, past, "jumps go sibling by sibling");
+            let parent_end = index.nodes()[parent as usize].subtree_end as usize;
+            assert!(past == parent_end || index.past_short_or_broken(past).is_none());
+        }
+    }
+
+    #[test]
+    fn shared_lexeme_masks_keep_what_is_used_and_stay_within_budget() {
+        // A mask of 1 MB: 32 fill a generation.
+        let mask = || {
+            Arc::new(LexemeMask {
+                inside: vec![0u32; 1 << 18].into_boxed_slice(),
+                boundaries: Vec::new(),
+            })
+        };
+        let hot: Box<[u32]> = vec![u32::MAX].into();
+        let mut shared = SharedLexemeMasks::default();
+        shared.insert(hot.clone(), mask());
+        for i in 0..100u32 {
+            shared.insert(vec![i].into(), mask());
+            assert!(shared.get(&hot).is_some(), "used after every grammar");
+            let held = shared.recent.len() + shared.older.len();
+            assert!(held <= 2 * 32, "{held} masks held");
+        }
+        assert!(shared.get(&[0]).is_none(), "unused masks go");
+        assert!(shared.get(&[99]).is_some(), "the latest stays");
     }
 
     #[test]
     fn string_run_masks_hold_exactly_the_tokens_of_so_many_string_characters() {
         let index = TokenIndex::new(mixed_letter_vocab());
         let vocab = index.vocabulary().clone();
-        let chars = |bytes: &[u8]| {
-            std::str::from_utf8(bytes)
-                .ok()
-                .filter(|text| text.chars().all(is_string_char))
-                .map(|text| text.chars().count())
-        };
+        let chars = string_run_chars;
         for count in [0u8, 1, 2, 5, 16, STRING_RUNS as u8 - 1] {
             let mut got = vec![0u32; index.mask_words()];
             assert!(index.allow_string_runs(&mut got, count));
@@ -652,9 +923,7 @@ mod tests {
         let vocab = index.vocabulary().clone();
         let short = |t: u32| {
             let bytes = vocab.token_bytes(t).expect("indexed token");
-            std::str::from_utf8(bytes).is_ok_and(|text| {
-                text.chars().all(is_string_char) && text.chars().count() <= SHORT_STRING as usize
-            })
+            string_run_chars(bytes).is_some_and(|c| c <= SHORT_STRING as usize)
         };
         let mut masks = 0;
         for node in 0..index.node_count() {
@@ -775,10 +1044,12 @@ mod tests {
         );
         string_characters_from("aé日".as_bytes(), &mut out);
         assert_eq!(out, [Some(3), Some(2), None, Some(1), None, None, Some(0)]);
+        string_characters_from(&"aé日".as_bytes()[..4], &mut out);
+        assert_eq!(out, [Some(3), Some(2), None, Some(1), Some(0)]);
     }
 
     #[test]
-    fn string_characters_are_whole_characters_of_any_script() {
+    fn string_characters_are_characters_of_any_script_the_last_possibly_cut() {
         assert_eq!(
             from("aé日".as_bytes()),
             [true, true, false, true, false, false, true]
@@ -787,8 +1058,15 @@ mod tests {
         assert_eq!(from(b"a\"b"), [false, false, true, true]);
         assert_eq!(from(b"\\n"), [false, true, true]);
         assert_eq!(from(b"\n "), [false, true, true]);
-        // A partial character (byte-level tokens) is not one; special tokens neither.
-        assert_eq!(from(&[0xE6, 0x97]), [false, false, true]);
+        // A character cut short by the token's end (byte-level tokens) counts, as the first
+        // bytes of a string character; a stray continuation byte, a cut surrogate or a byte
+        // that begins no character does not; special tokens neither.
+        assert_eq!(from(&[0xE6, 0x97]), [true, false, true]);
+        assert_eq!(from(&[0x97]), [false, true]);
+        assert_eq!(from(&[0xED, 0xA0]), [false, false, true]);
+        assert_eq!(from(&[0xF4, 0x90]), [false, false, true]);
+        assert_eq!(from(&[0xC0]), [false, true]);
+        assert_eq!(from(&[0xE6, 0x97, b'a']), [false, false, true, true]);
         assert_eq!(
             from(&special_token_bytes(7)),
             [false, false, false, false, false, true]

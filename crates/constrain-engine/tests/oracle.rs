@@ -109,6 +109,12 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
             )
             .unwrap(),
         ),
+        (
+            // A body that takes raw control bytes (a newline does not end its tokens), in a
+            // member large enough to be compiled in two pieces.
+            "raw text member",
+            Grammar::from_regex(r#"(name|nom)=[^"]{0,600}"( ?, ?[a-z]{1,8}\t[^"]*")?"#).unwrap(),
+        ),
         ("shared values", shared_values_grammar()),
         (
             "counted strings",
