@@ -18,7 +18,7 @@ use crate::terminal::Terminals;
 use crate::text_run::{
     radius_by_successors, radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS,
 };
-use crate::token_index::{alphabet_of, BYTE_ALPHABETS, TEXT};
+use crate::token_index::{alphabet_of, is_string_byte, BYTE_ALPHABETS, TEXT};
 
 /// Index of a lexer state.
 pub(crate) type LexId = u32;
@@ -686,8 +686,7 @@ impl Lexer {
     /// A search that finds none remembers every NFA state it saw: what they reach, it saw too.
     fn match_reachable_in_strings(&mut self, set: &[(u32, u32)]) -> bool {
         // One byte of every class that holds a byte of a string character.
-        let string_byte = |b: u8| b >= b' ' && b != b'"' && b != b'\\';
-        let mut bytes: Vec<u8> = (0..=255u8).filter(|&b| string_byte(b)).collect();
+        let mut bytes: Vec<u8> = (0..=255u8).filter(|&b| is_string_byte(b)).collect();
         bytes.dedup_by_key(|b| self.byte_class[*b as usize]);
         let mut seen = FxHashSet::default();
         let mut work: Vec<(u32, u32)> = Vec::new();

@@ -23,7 +23,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::MatchError;
 use crate::limits::{Deadline, Limits};
-use crate::token_index::is_text_byte;
+use crate::token_index::{is_string_byte, is_text_byte};
 
 /// States an ε-closure search tracks in a list before it switches to a set.
 const SMALL_CLOSURE: usize = 32;
@@ -563,48 +563,58 @@ fn estimate(hir: &Hir, cap: usize) -> usize {
     size.min(cap.saturating_add(1))
 }
 
-/// How an NFA transition reads: nothing, a text byte among others (see
-/// `token_index::is_text_byte`), or only other bytes.
+/// How an NFA transition reads: nothing, a byte among those asked about (see
+/// [`predecessors`]) and maybe others, or only other bytes.
 #[derive(Clone, Copy, PartialEq)]
 enum Edge {
     Empty,
-    Text,
+    Counted,
     Other,
 }
 
-/// Per NFA state, the states with a transition to it, and how that transition reads; plus the
-/// match states.
-fn predecessors(nfa: &NFA) -> (Vec<Vec<(u32, Edge)>>, Vec<u32>) {
-    let text_in = |start: u8, end: u8| (start..=end).any(is_text_byte);
-    let byte_edge = |text: bool| if text { Edge::Text } else { Edge::Other };
+/// Calls `f` with every transition of `state`: the byte range it reads (`None` for an ε-move)
+/// and the state it leads to.
+fn for_each_transition(state: &State, mut f: impl FnMut(Option<(u8, u8)>, StateID)) {
+    match state {
+        State::ByteRange { trans } => f(Some((trans.start, trans.end)), trans.next),
+        State::Sparse(sparse) => sparse
+            .transitions
+            .iter()
+            .for_each(|t| f(Some((t.start, t.end)), t.next)),
+        State::Dense(dense) => {
+            for (b, &next) in dense.transitions.iter().enumerate() {
+                if next != StateID::ZERO {
+                    f(Some((b as u8, b as u8)), next);
+                }
+            }
+        }
+        State::Union { alternates } => alternates.iter().for_each(|&s| f(None, s)),
+        State::BinaryUnion { alt1, alt2 } => {
+            f(None, *alt1);
+            f(None, *alt2);
+        }
+        State::Capture { next, .. } | State::Look { next, .. } => f(None, *next),
+        State::Match { .. } | State::Fail => {}
+    }
+}
+
+/// Per NFA state, the states with a transition to it, and how that transition reads
+/// (`counted`: the bytes of [`Edge::Counted`]); plus the match states.
+fn predecessors(nfa: &NFA, counted: fn(u8) -> bool) -> (Vec<Vec<(u32, Edge)>>, Vec<u32>) {
     let mut preds: Vec<Vec<(u32, Edge)>> = vec![Vec::new(); nfa.states().len()];
     let mut matches = Vec::new();
     for (i, state) in nfa.states().iter().enumerate() {
-        let mut add = |to: StateID, edge: Edge| preds[to.as_usize()].push((i as u32, edge));
-        match state {
-            State::ByteRange { trans } => {
-                add(trans.next, byte_edge(text_in(trans.start, trans.end)))
-            }
-            State::Sparse(sparse) => sparse
-                .transitions
-                .iter()
-                .for_each(|t| add(t.next, byte_edge(text_in(t.start, t.end)))),
-            State::Dense(dense) => {
-                for (b, &next) in dense.transitions.iter().enumerate() {
-                    if next != StateID::ZERO {
-                        add(next, byte_edge(is_text_byte(b as u8)));
-                    }
-                }
-            }
-            State::Union { alternates } => alternates.iter().for_each(|&s| add(s, Edge::Empty)),
-            State::BinaryUnion { alt1, alt2 } => {
-                add(*alt1, Edge::Empty);
-                add(*alt2, Edge::Empty);
-            }
-            State::Capture { next, .. } | State::Look { next, .. } => add(*next, Edge::Empty),
-            State::Match { .. } => matches.push(i as u32),
-            State::Fail => {}
+        if matches!(state, State::Match { .. }) {
+            matches.push(i as u32);
         }
+        for_each_transition(state, |reads, to| {
+            let edge = match reads {
+                None => Edge::Empty,
+                Some((start, end)) if (start..=end).any(counted) => Edge::Counted,
+                Some(_) => Edge::Other,
+            };
+            preds[to.as_usize()].push((i as u32, edge));
+        });
     }
     (preds, matches)
 }
@@ -613,64 +623,17 @@ fn predecessors(nfa: &NFA) -> (Vec<Vec<(u32, Edge)>>, Vec<u32>) {
 /// it through ε-moves and bytes of string characters (see
 /// [`Terminals::reaches_control_in_strings`]).
 fn control_reaching(nfa: &NFA) -> Box<[bool]> {
-    let string_in = |start: u8, end: u8| {
-        end >= 0x80 || (start..=end).any(|b| b >= b' ' && b != b'"' && b != b'\\')
-    };
-    let control_in = |start: u8, _end: u8| start < b' ';
-    let states = nfa.states();
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); states.len()];
-    let mut reaching = vec![false; states.len()].into_boxed_slice();
-    let mut work = Vec::new();
-    for (i, state) in states.iter().enumerate() {
-        let mut hit = false;
-        let mut add = |to: StateID| preds[to.as_usize()].push(i as u32);
-        match state {
-            State::ByteRange { trans } => {
-                hit = control_in(trans.start, trans.end);
-                if string_in(trans.start, trans.end) {
-                    add(trans.next);
-                }
-            }
-            State::Sparse(sparse) => {
-                for t in sparse.transitions.iter() {
-                    hit |= control_in(t.start, t.end);
-                    if string_in(t.start, t.end) {
-                        add(t.next);
-                    }
-                }
-            }
-            State::Dense(dense) => {
-                for (b, &next) in dense.transitions.iter().enumerate() {
-                    if next != StateID::ZERO {
-                        hit |= control_in(b as u8, b as u8);
-                        if string_in(b as u8, b as u8) {
-                            add(next);
-                        }
-                    }
-                }
-            }
-            State::Union { alternates } => alternates.iter().for_each(|&s| add(s)),
-            State::BinaryUnion { alt1, alt2 } => {
-                add(*alt1);
-                add(*alt2);
-            }
-            State::Capture { next, .. } | State::Look { next, .. } => add(*next),
-            State::Match { .. } => hit = true,
-            State::Fail => {}
-        }
-        if hit {
-            reaching[i] = true;
-            work.push(i as u32);
+    let (preds, mut seeds) = predecessors(nfa, is_string_byte);
+    for (i, state) in nfa.states().iter().enumerate() {
+        let mut reads_control = false;
+        for_each_transition(state, |reads, _| {
+            reads_control |= reads.is_some_and(|(start, _)| start < b' ');
+        });
+        if reads_control {
+            seeds.push(i as u32);
         }
     }
-    while let Some(s) = work.pop() {
-        for &p in &preds[s as usize] {
-            if !std::mem::replace(&mut reaching[p as usize], true) {
-                work.push(p);
-            }
-        }
-    }
-    reaching
+    reached_backwards(&preds, seeds, |edge| edge != Edge::Other).into_boxed_slice()
 }
 
 /// NFA states from which a match state is reachable.
@@ -696,26 +659,36 @@ fn live_states(nfa: &NFA) -> Vec<bool> {
 
 /// [`live_states`] by reverse reachability from the match states.
 fn reverse_reachable(nfa: &NFA) -> Vec<bool> {
-    let (preds, mut stack) = predecessors(nfa);
-    let mut live = vec![false; preds.len()];
+    let (preds, matches) = predecessors(nfa, is_text_byte);
+    reached_backwards(&preds, matches, |_| true)
+}
+
+/// Per NFA state, whether one of `seeds` is reachable from it through transitions that
+/// `through` takes (`preds` as [`predecessors`] gives them).
+fn reached_backwards(
+    preds: &[Vec<(u32, Edge)>],
+    mut stack: Vec<u32>,
+    through: impl Fn(Edge) -> bool,
+) -> Vec<bool> {
+    let mut reached = vec![false; preds.len()];
     while let Some(s) = stack.pop() {
-        if std::mem::replace(&mut live[s as usize], true) {
+        if std::mem::replace(&mut reached[s as usize], true) {
             continue;
         }
         stack.extend(
             preds[s as usize]
                 .iter()
-                .map(|&(p, _)| p)
-                .filter(|&p| !live[p as usize]),
+                .filter(|&&(p, edge)| through(edge) && !reached[p as usize])
+                .map(|&(p, _)| p),
         );
     }
-    live
+    reached
 }
 
 /// Per NFA state, the fewest text bytes read on the way to a match (`u8::MAX` when none or
 /// too many): a 0-1 breadth-first search backwards from the match states.
 fn text_distances(nfa: &NFA) -> Box<[u8]> {
-    let (preds, matches) = predecessors(nfa);
+    let (preds, matches) = predecessors(nfa, is_text_byte);
     let mut distance = vec![u8::MAX; preds.len()].into_boxed_slice();
     for &m in &matches {
         distance[m as usize] = 0;
@@ -726,7 +699,7 @@ fn text_distances(nfa: &NFA) -> Box<[u8]> {
         for &(p, edge) in &preds[s as usize] {
             let through = match edge {
                 Edge::Empty => d,
-                Edge::Text => d.saturating_add(1),
+                Edge::Counted => d.saturating_add(1),
                 Edge::Other => continue,
             };
             if through < distance[p as usize] {

@@ -607,6 +607,12 @@ fn subtree_heights(nodes: &[Node], parent: &[u32]) -> Vec<u8> {
     height
 }
 
+/// A byte of some [`is_string_char`] character: every byte from the space on but `"` and `\`
+/// (from 0x80 on, more than UTF-8 puts together, which errs towards more paths).
+pub(crate) fn is_string_byte(b: u8) -> bool {
+    b >= b' ' && b != b'"' && b != b'\\'
+}
+
 /// Printable ASCII other than `"` and `\`: what long runs inside JSON strings and free text are
 /// made of. A walk that reaches a state which every such byte leads back to can take a whole
 /// subtree of such bytes at once (see `mask.rs`).
