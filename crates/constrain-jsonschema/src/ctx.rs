@@ -79,6 +79,9 @@ pub(crate) struct Ctx<'a> {
     fuel: u64,
     /// The definition whose body is being computed, innermost last.
     stack: Vec<DefId>,
+    /// What is known of the instance of the schema about to be parsed (see
+    /// `Ctx::parse_within`); taken by the first schema object parsed.
+    pub(crate) within: Option<Node>,
 }
 
 impl<'a> Ctx<'a> {
@@ -95,6 +98,7 @@ impl<'a> Ctx<'a> {
             warnings: Vec::new(),
             fuel: FUEL,
             stack: Vec::new(),
+            within: None,
         }
     }
 

@@ -35,7 +35,10 @@
 //! to them it considers one `anyOf` branch at a time (stricter when several match).
 //!
 //! `oneOf` is exact: branches that cannot overlap become a union; overlapping ones become
-//! "this branch and none of the others", which needs the complement of the others. Complements
+//! "this branch and none of the others", which needs the complement of the others. Overlap is
+//! judged within what is known of the instance there: the key a dependency implies, the
+//! condition of a `then`, the sibling keywords of an `allOf`/`anyOf` (variants told apart by
+//! the value of a key that only the surrounding schema requires are disjoint). Complements
 //! (`not`, `else`, those `oneOf`s) exist for types, literals, numeric bounds, lengths,
 //! patterns, required and forbidden properties, property schemas, `additionalProperties`,
 //! `patternProperties`, `propertyNames` and item counts; the complement of `multipleOf`,

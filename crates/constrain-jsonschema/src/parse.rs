@@ -165,6 +165,28 @@ impl Ctx<'_> {
         }
     }
 
+    /// Parses a subschema whose instances are known to be in `context` (the condition of a
+    /// `then`, the present key of a dependency, the siblings of an `allOf` or `anyOf`).
+    ///
+    /// Only a `oneOf` directly in it reads the context: its branches, restricted to it, may be
+    /// disjoint where the bare branches overlap (the variants of a dependency differ in the
+    /// value of the key whose presence the dependency implies), and disjoint branches need no
+    /// complements. The result may then be restricted to `context`, which every caller
+    /// intersects it with anyway.
+    fn parse_within(
+        &mut self,
+        value: &Value,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+        context: &Node,
+    ) -> Result<Node, SchemaError> {
+        self.within = (*context != Node::Any).then(|| context.clone());
+        let parsed = self.parse_schema(value, pointer, base, depth);
+        self.within = None;
+        parsed
+    }
+
     fn sub(
         &mut self,
         map: &Map<String, Value>,
@@ -189,6 +211,19 @@ impl Ctx<'_> {
         base: &Uri,
         depth: usize,
     ) -> Result<Option<Vec<Node>>, SchemaError> {
+        self.sub_array_within(map, key, pointer, base, depth, &Node::Any)
+    }
+
+    /// [`Ctx::sub_array`] with each item parsed within `context` (see [`Ctx::parse_within`]).
+    fn sub_array_within(
+        &mut self,
+        map: &Map<String, Value>,
+        key: &str,
+        pointer: &str,
+        base: &Uri,
+        depth: usize,
+        context: &Node,
+    ) -> Result<Option<Vec<Node>>, SchemaError> {
         let Some(v) = map.get(key) else {
             return Ok(None);
         };
@@ -198,7 +233,7 @@ impl Ctx<'_> {
         };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            out.push(self.parse_schema(item, &format!("{ptr}/{i}"), base, depth + 1)?);
+            out.push(self.parse_within(item, &format!("{ptr}/{i}"), base, depth + 1, context)?);
         }
         Ok(Some(out))
     }
@@ -210,6 +245,12 @@ impl Ctx<'_> {
         base: &Uri,
         depth: usize,
     ) -> Result<Node, SchemaError> {
+        // Only this schema object is parsed within the context, not its subschemas; and not
+        // one with `unevaluatedProperties`, which must not see the context's annotations.
+        let within = self
+            .within
+            .take()
+            .filter(|_| !map.contains_key("unevaluatedProperties"));
         let draft = self.doc.draft;
         let mut base = base.clone();
         if let Some(id) = map.get(draft.id_keyword()).and_then(Value::as_str) {
@@ -282,16 +323,26 @@ impl Ctx<'_> {
             };
             node = self.meet(&node, &Node::constant(values.clone()), pointer)?;
         }
-        if let Some(parts) = self.sub_array(map, "allOf", pointer, base, depth)? {
+        let context = match &within {
+            Some(c) if map.contains_key("allOf") || map.contains_key("anyOf") => {
+                self.meet(c, &node, pointer)?
+            }
+            _ => node.clone(),
+        };
+        if let Some(parts) = self.sub_array_within(map, "allOf", pointer, base, depth, &context)? {
             for p in parts {
                 node = self.meet(&node, &p, pointer)?;
             }
         }
-        if let Some(parts) = self.sub_array(map, "anyOf", pointer, base, depth)? {
+        if let Some(parts) = self.sub_array_within(map, "anyOf", pointer, base, depth, &context)? {
             node = self.meet(&node, &Node::any_of(parts), pointer)?;
         }
         if let Some(parts) = self.sub_array(map, "oneOf", pointer, base, depth)? {
-            node = self.one_of(&node, parts, &child(pointer, "oneOf"))?;
+            let base_set = match &within {
+                Some(c) => self.meet(c, &node, pointer)?,
+                None => node,
+            };
+            node = self.one_of(&base_set, parts, &child(pointer, "oneOf"))?;
         }
         if let Some(n) = self.sub(map, "not", pointer, base, depth)? {
             let c = self.complement_or_drop(&n, &child(pointer, "not"), "not")?;
@@ -304,7 +355,18 @@ impl Ctx<'_> {
             self.sub(map, "if", pointer, base, depth)?
         };
         if let Some(cond) = cond {
-            let then = self.sub(map, "then", pointer, base, depth)?;
+            let then = match map.get("then") {
+                Some(v) => {
+                    let ptr = child(pointer, "then");
+                    let known = match &within {
+                        Some(c) => self.meet(c, &node, &ptr)?,
+                        None => node.clone(),
+                    };
+                    let context = self.meet(&known, &cond, &ptr)?;
+                    Some(self.parse_within(v, &ptr, base, depth + 1, &context)?)
+                }
+                None => None,
+            };
             let otherwise = self.sub(map, "else", pointer, base, depth)?;
             // `unevaluatedProperties` sees the annotations of a passing `if`: keep it even when
             // there is no `then` or `else`.
@@ -1044,7 +1106,9 @@ impl Ctx<'_> {
                         required.push((name.clone(), names, dep_ptr));
                     }
                     _ if key != "dependentRequired" => {
-                        let n = self.parse_schema(dep, &dep_ptr, base, depth + 1)?;
+                        // Its instances are objects with `name`, and in the schema so far.
+                        let present = self.meet(&node, &present_key(name), &dep_ptr)?;
+                        let n = self.parse_within(dep, &dep_ptr, base, depth + 1, &present)?;
                         schemas.push((name.clone(), n));
                     }
                     _ => {
@@ -1080,15 +1144,8 @@ impl Ctx<'_> {
             if n == Node::Any {
                 continue;
             }
-            let present = Node::typed(Typed {
-                object: Some(ObjectSet {
-                    required: vec![name.clone()],
-                    ..ObjectSet::default()
-                }),
-                ..Typed::default()
-            });
             let dep_ptr = child(pointer, &name);
-            let with = self.meet(&present, &n, &dep_ptr)?;
+            let with = self.meet(&present_key(&name), &n, &dep_ptr)?;
             let alt = self.dependency(&name, with, &dep_ptr)?;
             node = self.meet(&node, &alt, &dep_ptr)?;
         }
@@ -1112,6 +1169,17 @@ impl Ctx<'_> {
             with,
         ]))
     }
+}
+
+/// The objects that have the key `name`.
+fn present_key(name: &str) -> Node {
+    Node::typed(Typed {
+        object: Some(ObjectSet {
+            required: vec![name.to_string()],
+            ..ObjectSet::default()
+        }),
+        ..Typed::default()
+    })
 }
 
 /// `node` with every object set marked as a subset of what its schema allows.
