@@ -14,7 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{GrammarError, MatchError};
 use crate::limits::{Deadline, Limits};
-use crate::terminal::Terminals;
+use crate::terminal::{ByteSet, Terminals};
 use crate::text_run::{
     radius_by_successors, radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS,
 };
@@ -117,6 +117,9 @@ pub(crate) struct Lexer {
     controls_die: Vec<Option<bool>>,
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
+    /// Per state: the bytes where some member's transitions begin or end (`None` until
+    /// asked; see [`Lexer::share_with_run`]).
+    cuts: Vec<Option<ByteSet>>,
     /// The string characters as byte classes (`None` until first asked).
     char_classes: Option<CharClasses>,
     /// See `Automaton::set_deadline`.
@@ -210,6 +213,7 @@ impl Lexer {
             no_match_in_strings: FxHashSet::default(),
             controls_die: Vec::new(),
             string_radius: Vec::new(),
+            cuts: Vec::new(),
             char_classes: None,
             deadline: None,
             renumbering: Renumbering::default(),
@@ -317,7 +321,37 @@ impl Lexer {
         self.scratch = set;
         let id = id?;
         self.trans[slot] = id;
+        self.share_with_run(state, class, id);
         Ok(id)
+    }
+
+    /// Gives transition `id` of `state` on `class` to the classes around it that no member of
+    /// `state` tells apart from it (no member's byte range begins or ends between them): a
+    /// string body steps alike on every letter, digit and punctuation class the grammar's
+    /// keys and literals cut the bytes into, and builds that step once instead of per class.
+    fn share_with_run(&mut self, state: LexId, class: usize, id: LexId) {
+        let cuts = match self.cuts[state as usize] {
+            Some(cuts) => cuts,
+            None => {
+                let mut cuts = ByteSet::default();
+                for &(t, s) in self.states[state as usize].iter() {
+                    self.terminals.mark_cuts(t, s, &mut cuts);
+                }
+                self.cuts[state as usize] = Some(cuts);
+                cuts
+            }
+        };
+        let row = state as usize * self.class_rep.len();
+        let mut c = class;
+        while c > 0 && !cuts.contains(self.class_rep[c]) {
+            c -= 1;
+            self.trans[row + c] = id;
+        }
+        let mut c = class + 1;
+        while c < self.class_rep.len() && !cuts.contains(self.class_rep[c]) {
+            self.trans[row + c] = id;
+            c += 1;
+        }
     }
 
     /// The radius of `state` over byte alphabet `alphabet` (see `text_run` and
@@ -360,6 +394,7 @@ impl Lexer {
         if memo.last.is_some_and(|(from, _)| from == state) && memo.targets == memo.last_targets {
             let next = memo.last.map_or(LEX_DEAD, |(_, next)| next);
             self.trans[slot] = next;
+            self.share_with_run(state, class, next);
             return Ok(next);
         }
         let next = self.next(state, class)?;
@@ -946,6 +981,7 @@ impl Lexer {
         self.free_in_strings.push(None);
         self.controls_die.push(None);
         self.string_radius.push(None);
+        self.cuts.push(None);
         let set: Box<[(u32, u32)]> = set.as_slice().into();
         self.ids.insert(set.clone(), id);
         self.states.push(set);
@@ -1088,6 +1124,67 @@ mod tests {
             state = lexer.next(state, class).expect("within limits");
         }
         state
+    }
+
+    /// The members `state` steps to on `class`, built member by member as `next` does,
+    /// without looking at or filling the transition table.
+    fn stepped(lexer: &mut Lexer, state: LexId, class: usize) -> Vec<(u32, u32)> {
+        let byte = lexer.class_rep[class];
+        let members = lexer.states[state as usize].clone();
+        let mut set = Vec::new();
+        lexer.terminals.new_set();
+        for &(t, s) in members.iter() {
+            lexer.terminals.step_and_close(t, s, byte, &mut set);
+        }
+        lexer
+            .terminals
+            .enter_rests(&mut set)
+            .expect("within limits");
+        set.sort_unstable();
+        set.dedup();
+        set
+    }
+
+    #[test]
+    fn a_step_is_shared_only_with_classes_no_member_tells_apart() {
+        let mut lexer = lexer(&[
+            r#""[^"\\\x00-\x1F]*""#,
+            r#""(apple|zebra|mango)""#,
+            r#"[a-m]+[0-9]{2}"#,
+            r#"[^\x00-\x1F]*"#,
+            r#""[^"\\\x00-\x1F]{0,3}x""#,
+        ]);
+        let classes = lexer.classes();
+        let mut states = Vec::new();
+        for (terminal, text) in [
+            (0, &b"\"ab"[..]),
+            (1, b"\"ma"),
+            (2, b"abc"),
+            (3, b"q\xc3"),
+            (4, b"\"a"),
+        ] {
+            states.push(read(&mut lexer, terminal, text));
+        }
+        states.push(lexer.start(&[0, 1, 2, 3, 4]).expect("starts"));
+        for (i, state) in states.into_iter().enumerate() {
+            // From the middle on, up or down: most classes are then reached through a
+            // neighbour's run before they are asked for.
+            let mut order: Vec<usize> = (0..classes).collect();
+            order.rotate_left(classes / 2);
+            if i % 2 == 1 {
+                order.reverse();
+            }
+            for class in order {
+                let next = lexer.next(state, class).expect("within limits");
+                let expected = stepped(&mut lexer, state, class);
+                assert_eq!(
+                    lexer.states[next as usize].as_ref(),
+                    expected.as_slice(),
+                    "state {state}, class {class} (byte {})",
+                    lexer.class_rep[class]
+                );
+            }
+        }
     }
 
     #[test]

@@ -300,6 +300,13 @@ impl Terminals {
         Some((p, next))
     }
 
+    /// Adds to `cuts` (a bit per byte) every byte `b` where member `s` of `t` may step
+    /// differently on `b` than on `b - 1`: the ends of its transitions' byte ranges.
+    pub(crate) fn mark_cuts(&self, t: u32, s: u32, cuts: &mut ByteSet) {
+        let (p, sid) = self.locate(t, s);
+        add_cuts(self.pieces[p].state(sid), cuts);
+    }
+
     /// Where member `s` of `t` goes on `byte`, as a number: equal for two bytes exactly when
     /// the member steps alike on both (0 when it dies).
     #[inline]
@@ -713,6 +720,47 @@ fn text_distances(nfa: &NFA) -> Box<[u8]> {
         }
     }
     distance
+}
+
+/// Adds to `cuts` the bytes where the transitions of `state` begin or end: two bytes with
+/// none of them between lead to the same place.
+fn add_cuts(state: &State, cuts: &mut ByteSet) {
+    let mut range = |start: u8, end: u8| {
+        cuts.insert(start);
+        if let Some(after) = end.checked_add(1) {
+            cuts.insert(after);
+        }
+    };
+    match state {
+        State::ByteRange { trans } => range(trans.start, trans.end),
+        State::Sparse(sparse) => {
+            for trans in sparse.transitions.iter() {
+                range(trans.start, trans.end);
+            }
+        }
+        State::Dense(dense) => {
+            for (b, pair) in dense.transitions.windows(2).enumerate() {
+                if pair[0] != pair[1] {
+                    cuts.insert(b as u8 + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A set of bytes, one bit each.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    pub(crate) fn insert(&mut self, byte: u8) {
+        self.0[usize::from(byte / 64)] |= 1 << (byte % 64);
+    }
+
+    pub(crate) fn contains(&self, byte: u8) -> bool {
+        self.0[usize::from(byte / 64)] >> (byte % 64) & 1 == 1
+    }
 }
 
 #[cfg(test)]
