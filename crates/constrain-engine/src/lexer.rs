@@ -118,7 +118,7 @@ pub(crate) struct Lexer {
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
     /// Per state: the bytes where some member's transitions begin or end (`None` until
-    /// asked; see [`Lexer::share_with_run`]).
+    /// asked; see [`Lexer::cuts`]).
     cuts: Vec<Option<ByteSet>>,
     /// The string characters as byte classes (`None` until first asked).
     char_classes: Option<CharClasses>,
@@ -330,28 +330,39 @@ impl Lexer {
     /// string body steps alike on every letter, digit and punctuation class the grammar's
     /// keys and literals cut the bytes into, and builds that step once instead of per class.
     fn share_with_run(&mut self, state: LexId, class: usize, id: LexId) {
-        let cuts = match self.cuts[state as usize] {
-            Some(cuts) => cuts,
-            None => {
-                let mut cuts = ByteSet::default();
-                for &(t, s) in self.states[state as usize].iter() {
-                    self.terminals.mark_cuts(t, s, &mut cuts);
-                }
-                self.cuts[state as usize] = Some(cuts);
-                cuts
-            }
-        };
+        let cuts = self.cuts(state);
         let row = state as usize * self.class_rep.len();
-        let mut c = class;
-        while c > 0 && !cuts.contains(self.class_rep[c]) {
-            c -= 1;
+        for c in self.run_around(class, &cuts) {
             self.trans[row + c] = id;
         }
-        let mut c = class + 1;
-        while c < self.class_rep.len() && !cuts.contains(self.class_rep[c]) {
-            self.trans[row + c] = id;
-            c += 1;
+    }
+
+    /// The bytes where some member of `state` may step differently than on the byte before
+    /// (the ends of its transitions' byte ranges).
+    fn cuts(&mut self, state: LexId) -> ByteSet {
+        if let Some(cuts) = self.cuts[state as usize] {
+            return cuts;
         }
+        let mut cuts = ByteSet::default();
+        for &(t, s) in self.states[state as usize].iter() {
+            self.terminals.mark_cuts(t, s, &mut cuts);
+        }
+        self.cuts[state as usize] = Some(cuts);
+        cuts
+    }
+
+    /// The classes next to `class`, itself included, with no byte of `cuts` between them and
+    /// it.
+    fn run_around(&self, class: usize, cuts: &ByteSet) -> std::ops::Range<usize> {
+        let mut start = class;
+        while start > 0 && !cuts.contains(self.class_rep[start]) {
+            start -= 1;
+        }
+        let mut end = class + 1;
+        while end < self.class_rep.len() && !cuts.contains(self.class_rep[end]) {
+            end += 1;
+        }
+        start..end
     }
 
     /// The radius of `state` over byte alphabet `alphabet` (see `text_run` and
