@@ -307,28 +307,38 @@ impl Lexer {
         if let Some(deadline) = &self.deadline {
             deadline.check_match()?;
         }
-        let byte = self.class_rep[class];
         let mut set = std::mem::take(&mut self.scratch);
-        set.clear();
-        self.terminals.new_set();
-        for &(t, s) in self.states[state as usize].iter() {
-            self.terminals.step_and_close(t, s, byte, &mut set);
-        }
         let id = self
-            .terminals
-            .enter_rests(&mut set)
+            .step_members(state, class, &mut set)
             .and_then(|()| self.intern(&mut set));
         self.scratch = set;
         let id = id?;
-        self.trans[slot] = id;
         self.share_with_run(state, class, id);
         Ok(id)
     }
 
-    /// Gives transition `id` of `state` on `class` to the classes around it that no member of
-    /// `state` tells apart from it (no member's byte range begins or ends between them): a
-    /// string body steps alike on every letter, digit and punctuation class the grammar's
-    /// keys and literals cut the bytes into, and builds that step once instead of per class.
+    /// Fills `set` with the members that the members of `state` step to on `class`, each
+    /// once (unsorted), with the rests of the heads read to their end entered.
+    fn step_members(
+        &mut self,
+        state: LexId,
+        class: usize,
+        set: &mut Vec<(u32, u32)>,
+    ) -> Result<(), MatchError> {
+        let byte = self.class_rep[class];
+        set.clear();
+        self.terminals.new_set();
+        for &(t, s) in self.states[state as usize].iter() {
+            self.terminals.step_and_close(t, s, byte, set);
+        }
+        self.terminals.enter_rests(set)
+    }
+
+    /// Records transition `id` of `state` on `class`, and on the classes around it that no
+    /// member of `state` tells apart from it (no member's byte range begins or ends between
+    /// them): a string body steps alike on every letter, digit and punctuation class the
+    /// grammar's keys and literals cut the bytes into, and builds that step once, not per
+    /// class.
     fn share_with_run(&mut self, state: LexId, class: usize, id: LexId) {
         let cuts = self.cuts(state);
         let row = state as usize * self.class_rep.len();
@@ -404,7 +414,6 @@ impl Lexer {
         );
         if memo.last.is_some_and(|(from, _)| from == state) && memo.targets == memo.last_targets {
             let next = memo.last.map_or(LEX_DEAD, |(_, next)| next);
-            self.trans[slot] = next;
             self.share_with_run(state, class, next);
             return Ok(next);
         }
@@ -1137,19 +1146,12 @@ mod tests {
         state
     }
 
-    /// The members `state` steps to on `class`, built member by member as `next` does,
-    /// without looking at or filling the transition table.
+    /// The members `state` steps to on `class`, built for that class alone, without looking
+    /// at or filling the transition table.
     fn stepped(lexer: &mut Lexer, state: LexId, class: usize) -> Vec<(u32, u32)> {
-        let byte = lexer.class_rep[class];
-        let members = lexer.states[state as usize].clone();
         let mut set = Vec::new();
-        lexer.terminals.new_set();
-        for &(t, s) in members.iter() {
-            lexer.terminals.step_and_close(t, s, byte, &mut set);
-        }
         lexer
-            .terminals
-            .enter_rests(&mut set)
+            .step_members(state, class, &mut set)
             .expect("within limits");
         set.sort_unstable();
         set.dedup();

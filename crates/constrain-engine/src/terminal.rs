@@ -725,28 +725,14 @@ fn text_distances(nfa: &NFA) -> Box<[u8]> {
 /// Adds to `cuts` the bytes where the transitions of `state` begin or end: two bytes with
 /// none of them between lead to the same place.
 fn add_cuts(state: &State, cuts: &mut ByteSet) {
-    let mut range = |start: u8, end: u8| {
-        cuts.insert(start);
-        if let Some(after) = end.checked_add(1) {
-            cuts.insert(after);
-        }
-    };
-    match state {
-        State::ByteRange { trans } => range(trans.start, trans.end),
-        State::Sparse(sparse) => {
-            for trans in sparse.transitions.iter() {
-                range(trans.start, trans.end);
+    for_each_transition(state, |reads, _| {
+        if let Some((start, end)) = reads {
+            cuts.insert(start);
+            if let Some(after) = end.checked_add(1) {
+                cuts.insert(after);
             }
         }
-        State::Dense(dense) => {
-            for (b, pair) in dense.transitions.windows(2).enumerate() {
-                if pair[0] != pair[1] {
-                    cuts.insert(b as u8 + 1);
-                }
-            }
-        }
-        _ => {}
-    }
+    });
 }
 
 /// A set of bytes, one bit each.

@@ -214,6 +214,20 @@ impl Ctx<'_> {
         self.sub_array_within(map, key, pointer, base, depth, &Node::Any)
     }
 
+    /// What is known of the instance of a schema object: `node`, what its keywords parsed so
+    /// far allow, within the context it was parsed in (see [`Ctx::parse_within`]).
+    fn known(
+        &mut self,
+        within: &Option<Node>,
+        node: &Node,
+        pointer: &str,
+    ) -> Result<Node, SchemaError> {
+        match within {
+            Some(context) => self.meet(context, node, pointer),
+            None => Ok(node.clone()),
+        }
+    }
+
     /// [`Ctx::sub_array`] with each item parsed within `context` (see [`Ctx::parse_within`]).
     fn sub_array_within(
         &mut self,
@@ -323,11 +337,10 @@ impl Ctx<'_> {
             };
             node = self.meet(&node, &Node::constant(values.clone()), pointer)?;
         }
-        let context = match &within {
-            Some(c) if map.contains_key("allOf") || map.contains_key("anyOf") => {
-                self.meet(c, &node, pointer)?
-            }
-            _ => node.clone(),
+        let context = if map.contains_key("allOf") || map.contains_key("anyOf") {
+            self.known(&within, &node, pointer)?
+        } else {
+            Node::Any
         };
         if let Some(parts) = self.sub_array_within(map, "allOf", pointer, base, depth, &context)? {
             for p in parts {
@@ -338,11 +351,8 @@ impl Ctx<'_> {
             node = self.meet(&node, &Node::any_of(parts), pointer)?;
         }
         if let Some(parts) = self.sub_array(map, "oneOf", pointer, base, depth)? {
-            let base_set = match &within {
-                Some(c) => self.meet(c, &node, pointer)?,
-                None => node,
-            };
-            node = self.one_of(&base_set, parts, &child(pointer, "oneOf"))?;
+            let known = self.known(&within, &node, pointer)?;
+            node = self.one_of(&known, parts, &child(pointer, "oneOf"))?;
         }
         if let Some(n) = self.sub(map, "not", pointer, base, depth)? {
             let c = self.complement_or_drop(&n, &child(pointer, "not"), "not")?;
@@ -358,10 +368,7 @@ impl Ctx<'_> {
             let then = match map.get("then") {
                 Some(v) => {
                     let ptr = child(pointer, "then");
-                    let known = match &within {
-                        Some(c) => self.meet(c, &node, &ptr)?,
-                        None => node.clone(),
-                    };
+                    let known = self.known(&within, &node, &ptr)?;
                     let context = self.meet(&known, &cond, &ptr)?;
                     Some(self.parse_within(v, &ptr, base, depth + 1, &context)?)
                 }
