@@ -191,3 +191,40 @@ fn the_stats_line_ends_stderr_and_stdout_holds_only_the_output() {
     // llama.cpp's log stays off stderr without --verbose: the stats line is all there is.
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+#[test]
+fn without_fast_forward_forced_text_is_sampled_and_the_output_still_validates() {
+    if !model_available(
+        "without_fast_forward_forced_text_is_sampled_and_the_output_still_validates",
+    ) {
+        return;
+    }
+    let schema_path = "schemas/person.json";
+    let prompt =
+        "Alice is 31, writes at alice@example.com and speaks English and French. As JSON: ";
+    let run_with = |extra: &[&'static str]| {
+        let mut constraint = vec!["--schema", schema_path];
+        constraint.extend_from_slice(extra);
+        let args = generation_args(&constraint, prompt, "96", &["--temperature", "0"]);
+        constrain(&args, None)
+    };
+    let forced = run_with(&[]);
+    let sampled = run_with(&["--no-fast-forward"]);
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(generate_support::workspace().join(schema_path)).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for run in [&forced, &sampled] {
+        assert_eq!(run.code, Some(0), "{run:?}");
+        let value: serde_json::Value = serde_json::from_str(&run.text()).unwrap();
+        assert!(validator.is_valid(&value), "{}", run.text());
+    }
+    // The declared keys are forced by default, and sampled one token at a time without it.
+    assert!(forced.stats()["forced_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(sampled.stats()["forced_tokens"], 0);
+    assert!(
+        sampled.stats()["sampled_tokens"].as_u64().unwrap()
+            > forced.stats()["sampled_tokens"].as_u64().unwrap()
+    );
+}

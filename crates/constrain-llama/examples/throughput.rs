@@ -4,6 +4,9 @@
 //!
 //! - `unconstrained`: the sampling funnel alone (the baseline);
 //! - `constrain`: the funnel with this toolkit's grammar matcher (mask, forced tokens);
+//! - `constrain, no ff`: the same with every token sampled, forced text included (no fast
+//!   forward): one model evaluation per token, as in the unconstrained mode, so that the cost
+//!   of the constraint itself shows per sampled token;
 //! - `llama.cpp`: llama.cpp's sampler chain alone;
 //! - `llama.cpp+grammar`: llama.cpp's chain with its GBNF grammar sampler, on the grammar that
 //!   llama.cpp's own `json_schema_to_grammar` makes of the same schema.
@@ -205,6 +208,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let modes = [
         "unconstrained",
         "constrain",
+        "constrain, no ff",
         "llama.cpp",
         "llama.cpp+grammar",
     ];
@@ -239,21 +243,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let prompt = model.prompt_tokens(&schema_prompt(&schema)?, false)?;
         for seed in 1..=settings.seeds {
-            let request = |constraint| Request {
+            let request = |constraint, fast_forward| Request {
                 prompt: &prompt,
                 constraint,
                 sampling: sampling.clone(),
                 seed,
                 max_tokens: settings.max_tokens,
+                fast_forward,
             };
-            let free = session.generate(request(None), &mut sink)?;
+            let free = session.generate(request(None, true), &mut sink)?;
             totals[0].add(&free, is_valid(&free));
-            let ours = session.generate(request(Some(Matcher::new(grammar.clone()))), &mut sink)?;
+            let matcher = || Some(Matcher::new(grammar.clone()));
+            let ours = session.generate(request(matcher(), true), &mut sink)?;
             totals[1].add(&ours, is_valid(&ours));
+            let ours_sampled = session.generate(request(matcher(), false), &mut sink)?;
+            totals[2].add(&ours_sampled, is_valid(&ours_sampled));
             let max = settings.max_tokens;
             let theirs_free = session
                 .generate_with_llama_sampler(&prompt, None, &sampling, seed, max, &mut sink)?;
-            totals[2].add(&theirs_free, is_valid(&theirs_free));
+            totals[3].add(&theirs_free, is_valid(&theirs_free));
             let theirs = session.generate_with_llama_sampler(
                 &prompt,
                 Some(&gbnf),
@@ -262,7 +270,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 max,
                 &mut sink,
             )?;
-            totals[3].add(&theirs, is_valid(&theirs));
+            totals[4].add(&theirs, is_valid(&theirs));
             eprintln!(
                 "{name} seed {seed}: ours {:?} | llama.cpp+grammar {:?}",
                 String::from_utf8_lossy(&ours.output),

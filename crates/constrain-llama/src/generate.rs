@@ -1,8 +1,9 @@
 //! The decode loop: the model, the grammar matcher and the sampler in lockstep.
 //!
 //! Each step: the grammar forces tokens if it admits exactly one continuation (they are appended
-//! without sampling and evaluated together in one batch); otherwise the matcher computes the
-//! token mask, the sampler draws from the masked logits, and the matcher accepts the token.
+//! without sampling and evaluated together in one batch, unless [`Request::fast_forward`] is
+//! off); otherwise the matcher computes the token mask, the sampler draws from the masked
+//! logits, and the matcher accepts the token.
 //! Tokens are evaluated lazily, only when logits are needed, so the last token of a finished
 //! output is never evaluated for nothing.
 
@@ -30,6 +31,10 @@ pub struct Request<'a> {
     pub seed: u64,
     /// Most tokens to generate, sampled and forced together.
     pub max_tokens: usize,
+    /// Append the tokens the grammar forces without sampling them, evaluated in one batch with
+    /// the token before them. Off, every token is drawn from the masked logits, forced text
+    /// included: the model picks its own tokenization of it, one evaluation per token.
+    pub fast_forward: bool,
 }
 
 /// The outcome of a generation.
@@ -99,7 +104,11 @@ impl Session<'_> {
                 if m.is_finished() {
                     break StopReason::GrammarFinished;
                 }
-                let fast_forward = m.forced_tokens()?;
+                let fast_forward = if request.fast_forward {
+                    m.forced_tokens()?
+                } else {
+                    Vec::new()
+                };
                 if !fast_forward.is_empty() {
                     let take = fast_forward.len().min(budget).min(context_room);
                     if take == 0 {

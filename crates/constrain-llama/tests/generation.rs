@@ -13,6 +13,7 @@ fn run(
     sampling: SamplerConfig,
     seed: u64,
     max_tokens: usize,
+    fast_forward: bool,
 ) -> Generation {
     let prompt = model.prompt_tokens(prompt, false).unwrap();
     let constraint = grammar.map(|g| Matcher::new(model.compile(g, Limits::default()).unwrap()));
@@ -33,6 +34,7 @@ fn run(
                 sampling,
                 seed,
                 max_tokens,
+                fast_forward,
             },
             &mut |bytes: &[u8]| {
                 streamed.extend_from_slice(bytes);
@@ -47,6 +49,42 @@ fn run(
     generation
 }
 
+/// Phone numbers `(555) ddd-dddd`, greedy and with two seeds, with or without fast forward:
+/// each output is a complete full match of the pattern.
+fn phone_numbers(model: &Model, fast_forward: bool) -> Vec<Generation> {
+    let pattern = r"\(555\) [0-9]{3}-[0-9]{4}";
+    let grammar = Grammar::from_regex(pattern).unwrap();
+    let re = regex::Regex::new(&format!("^(?:{pattern})$")).unwrap();
+    let cases = [
+        (SamplerConfig::greedy(), 0),
+        (SamplerConfig::default(), 1),
+        (SamplerConfig::default(), 2),
+    ];
+    cases
+        .into_iter()
+        .map(|(sampling, seed)| {
+            let g = run(
+                model,
+                "Call me at",
+                Some(&grammar),
+                sampling,
+                seed,
+                40,
+                fast_forward,
+            );
+            let text = String::from_utf8(g.output.clone()).unwrap();
+            assert!(re.is_match(&text), "{text:?}");
+            assert!(g.stats.stop_reason.is_complete(), "{:?}", g.stats);
+            assert_eq!(
+                g.tokens.len(),
+                g.stats.sampled_tokens + g.stats.forced_tokens
+            );
+            assert!(g.stats.mask_us_p50.is_some());
+            g
+        })
+        .collect()
+}
+
 #[test]
 fn a_regex_constraint_gives_a_full_match_with_forced_tokens() {
     let Some(model) =
@@ -54,25 +92,21 @@ fn a_regex_constraint_gives_a_full_match_with_forced_tokens() {
     else {
         return;
     };
-    let pattern = r"\(555\) [0-9]{3}-[0-9]{4}";
-    let grammar = Grammar::from_regex(pattern).unwrap();
-    let re = regex::Regex::new(&format!("^(?:{pattern})$")).unwrap();
-    for (sampling, seed) in [
-        (SamplerConfig::greedy(), 0),
-        (SamplerConfig::default(), 1),
-        (SamplerConfig::default(), 2),
-    ] {
-        let g = run(&model, "Call me at", Some(&grammar), sampling, seed, 40);
-        let text = String::from_utf8(g.output.clone()).unwrap();
-        assert!(re.is_match(&text), "{text:?}");
-        assert!(g.stats.stop_reason.is_complete(), "{:?}", g.stats);
+    for g in phone_numbers(&model, true) {
         // `(555) ` is the only way to start: the grammar forces it.
         assert!(g.stats.forced_tokens >= 1, "{:?}", g.stats);
-        assert_eq!(
-            g.tokens.len(),
-            g.stats.sampled_tokens + g.stats.forced_tokens
-        );
-        assert!(g.stats.mask_us_p50.is_some());
+    }
+}
+
+#[test]
+fn without_fast_forward_every_token_is_sampled_and_the_output_still_matches() {
+    let Some(model) = common::model_or_skip(
+        "without_fast_forward_every_token_is_sampled_and_the_output_still_matches",
+    ) else {
+        return;
+    };
+    for g in phone_numbers(&model, false) {
+        assert_eq!(g.stats.forced_tokens, 0, "{:?}", g.stats);
     }
 }
 
@@ -90,6 +124,7 @@ fn the_same_seed_gives_the_same_output_and_the_limit_stops_generation() {
         SamplerConfig::default(),
         7,
         12,
+        true,
     );
     let b = run(
         &model,
@@ -98,6 +133,7 @@ fn the_same_seed_gives_the_same_output_and_the_limit_stops_generation() {
         SamplerConfig::default(),
         7,
         12,
+        true,
     );
     assert_eq!(a.output, b.output);
     assert_eq!(a.tokens, b.tokens);
@@ -129,6 +165,7 @@ fn a_prompt_longer_than_the_context_is_an_error() {
         sampling: SamplerConfig::greedy(),
         seed: 0,
         max_tokens: 4,
+        fast_forward: true,
     };
     let err = session
         .generate(request, &mut |_: &[u8]| Ok(()))

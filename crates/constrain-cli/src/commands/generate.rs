@@ -77,6 +77,11 @@ pub struct Args {
         help_heading = "Constraint"
     )]
     pub escapes: EscapesArg,
+    /// Sample every token, also where the constraint admits a single continuation (by default
+    /// such text is appended without sampling, in one model evaluation): the model then
+    /// chooses its own tokenization of it, one evaluation per token.
+    #[arg(long, help_heading = "Constraint")]
+    pub no_fast_forward: bool,
 
     /// GGUF model file [default: the cached model from `constrain fetch-model`].
     #[arg(long, value_name = "PATH", help_heading = "Model")]

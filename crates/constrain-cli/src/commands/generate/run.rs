@@ -63,6 +63,7 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         sampling,
         seed,
         max_tokens: args.max_tokens,
+        fast_forward: !args.no_fast_forward,
     };
     // Stdout holds the generated text only, written as each token is chosen.
     let generation = {
