@@ -13,6 +13,7 @@ use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{GrammarError, MatchError};
+use crate::grammar::Terminal;
 use crate::limits::{Deadline, Limits};
 use crate::terminal::{ByteSet, Terminals};
 use crate::text_run::{
@@ -169,20 +170,26 @@ impl Lexer {
     /// A lexer over `terminals`, whose NFAs are built within the NFA budgets of `limits` as
     /// they are first needed.
     pub(crate) fn new(
-        terminals: Vec<Hir>,
+        terminals: Vec<Terminal>,
         limits: &Limits,
         deadline: &Deadline,
     ) -> Result<Lexer, GrammarError> {
         let mut boundary = [false; 256];
         let mut spelled = FxHashSet::default();
-        for hir in &terminals {
+        for terminal in &terminals {
             deadline.check()?;
-            if !hir.properties().look_set().is_empty() {
+            let mut look = None;
+            terminal.for_each_hir(|hir| {
+                if !hir.properties().look_set().is_empty() {
+                    look.get_or_insert_with(|| hir.to_string());
+                }
+                mark_byte_boundaries(hir, &mut boundary, &mut spelled);
+            });
+            if let Some(hir) = look {
                 return Err(GrammarError::Unsupported {
                     what: format!("look-around assertion in regular expression {hir}"),
                 });
             }
-            mark_byte_boundaries(hir, &mut boundary, &mut spelled);
         }
         let (byte_class, class_rep) = byte_classes(&boundary);
         let alphabet_classes = std::array::from_fn(|a| {
@@ -299,11 +306,17 @@ impl Lexer {
     /// The state after reading a byte of class `class` in `state`.
     #[inline]
     pub(crate) fn next(&mut self, state: LexId, class: usize) -> Result<LexId, MatchError> {
-        let slot = state as usize * self.class_rep.len() + class;
-        let known = self.trans[slot];
+        let known = self.trans[state as usize * self.class_rep.len() + class];
         if known != UNKNOWN {
             return Ok(known);
         }
+        self.build_next(state, class)
+    }
+
+    /// [`Lexer::next`] for a transition not built yet (kept out of line: the lookup above
+    /// runs for every byte of every walk, and is worth inlining on its own).
+    #[inline(never)]
+    fn build_next(&mut self, state: LexId, class: usize) -> Result<LexId, MatchError> {
         if let Some(deadline) = &self.deadline {
             deadline.check_match()?;
         }
@@ -1134,7 +1147,8 @@ mod tests {
             .iter()
             .map(|p| regex_syntax::parse(p).expect("valid pattern"))
             .collect();
-        Lexer::new(hirs, &Limits::default(), &Deadline::after(None)).expect("builds")
+        let terminals = hirs.into_iter().map(Terminal::Regex).collect();
+        Lexer::new(terminals, &Limits::default(), &Deadline::after(None)).expect("builds")
     }
 
     fn read(lexer: &mut Lexer, terminal: u32, text: &[u8]) -> LexId {

@@ -36,8 +36,8 @@ pub use compiled::CompiledGrammar;
 pub use discard::{free_in_background, wait_for_background_frees};
 pub use error::{GrammarError, MatchError};
 pub use grammar::{
-    special_token_bytes, Expr, Grammar, GrammarBuilder, RuleId, Unordered, UnorderedMember,
-    SPECIAL_TOKEN_MARKER,
+    special_token_bytes, Expr, Grammar, GrammarBuilder, GraphState, RegexGraph, RuleId, Unordered,
+    UnorderedMember, SPECIAL_TOKEN_MARKER,
 };
 pub use limits::{Limits, COMPILE_TIME};
 pub use matcher::{fill_masks, Matcher};

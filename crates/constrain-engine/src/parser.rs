@@ -131,11 +131,7 @@ impl Parser {
             syms.push(END);
             lhs.push(*l);
         }
-        let nullable_t: Vec<bool> = cfg
-            .terminals
-            .iter()
-            .map(|h| h.properties().minimum_len() == Some(0))
-            .collect();
+        let nullable_t: Vec<bool> = cfg.terminals.iter().map(|t| t.matches_empty()).collect();
         let families: Vec<FamilyInfo> = cfg
             .families
             .iter()

@@ -15,13 +15,15 @@
 
 use std::cell::OnceCell;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-use regex_automata::nfa::thompson::{self, State, WhichCaptures, NFA};
+use regex_automata::nfa::thompson::{self, BuildError, State, WhichCaptures, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Class, Hir, HirKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::MatchError;
+use crate::grammar::{RegexGraph, Terminal};
 use crate::limits::{Deadline, Limits};
 use crate::token_index::{is_string_byte, is_text_byte};
 
@@ -36,8 +38,8 @@ const MAX_HEAD: usize = 512;
 
 /// One NFA of a terminal, compiled when first needed.
 struct Piece {
-    /// The expression, until compiled.
-    hir: Option<Hir>,
+    /// What to compile, until compiled.
+    source: Option<Source>,
     built: bool,
     nfa: NFA,
     /// The piece whose compilation made `nfa` (pieces with equal expressions share it).
@@ -61,9 +63,9 @@ struct Piece {
 impl Piece {
     /// A piece not compiled yet; `never` is a shared NFA that matches nothing (building one
     /// per piece cost more than the rest of setting up the terminals).
-    fn new(hir: Option<Hir>, never: &NFA) -> Piece {
+    fn new(source: Option<Source>, never: &NFA) -> Piece {
         Piece {
-            hir,
+            source,
             built: false,
             nfa: never.clone(),
             nfa_id: 0,
@@ -78,6 +80,13 @@ impl Piece {
     fn state(&self, sid: StateID) -> &State {
         self.nfa.state(sid)
     }
+}
+
+/// What a piece is compiled from.
+enum Source {
+    Regex(Hir),
+    /// A graph, compiled whole (never split).
+    Graph(Arc<RegexGraph>),
 }
 
 /// The pieces of every terminal: `2 t` is the head of terminal `t` (without an expression when
@@ -112,11 +121,21 @@ fn rest(t: u32) -> usize {
 impl Terminals {
     /// The terminals `hirs`, split where large; nothing is compiled yet. `byte_class` must
     /// separate every pair of bytes any terminal does.
-    pub(crate) fn new(hirs: Vec<Hir>, limits: &Limits, byte_class: [u8; 256]) -> Terminals {
-        let mut pieces = Vec::with_capacity(2 * hirs.len());
+    pub(crate) fn new(
+        terminals: Vec<Terminal>,
+        limits: &Limits,
+        byte_class: [u8; 256],
+    ) -> Terminals {
+        let mut pieces = Vec::with_capacity(2 * terminals.len());
         let never = NFA::never_match();
-        for hir in hirs {
-            let (head, rest) = split(hir);
+        for terminal in terminals {
+            let (head, rest) = match terminal {
+                Terminal::Regex(hir) => {
+                    let (head, rest) = split(hir);
+                    (head.map(Source::Regex), Source::Regex(rest))
+                }
+                Terminal::Graph(g) => (None, Source::Graph(g)),
+            };
             pieces.push(Piece::new(head, &never));
             pieces.push(Piece::new(Some(rest), &never));
         }
@@ -193,12 +212,16 @@ impl Terminals {
 
     /// Compiles piece `p` if it is not compiled yet.
     fn build(&mut self, p: usize) -> Result<(), MatchError> {
-        let Some(hir) = self.pieces[p].hir.take() else {
+        let Some(source) = self.pieces[p].source.take() else {
             return Ok(());
         };
         if let Some(deadline) = &self.deadline {
             deadline.check_match()?;
         }
+        let hir = match source {
+            Source::Regex(hir) => hir,
+            Source::Graph(g) => return self.build_graph(p, &g),
+        };
         let key = fingerprint(&hir);
         let twin = self
             .compiled
@@ -212,7 +235,29 @@ impl Terminals {
             self.install(p, nfa, nfa_id, live);
             return Ok(());
         }
-        let nfa = self.compiler.build_from_hir(&hir).map_err(|e| {
+        let built = self.compiler.build_from_hir(&hir).map_err(Box::new);
+        self.install_built(p, built, || hir.to_string())?;
+        self.compiled.entry(key).or_default().push((hir, p));
+        Ok(())
+    }
+
+    /// Compiles graph `g` as piece `p`.
+    fn build_graph(&mut self, p: usize, g: &RegexGraph) -> Result<(), MatchError> {
+        let built = g.build_nfa(&self.compiler, Some(self.max_terminal_nfa_bytes));
+        self.install_built(p, built, || {
+            format!("a graph of {} states", g.states().len())
+        })
+    }
+
+    /// Installs a freshly built NFA as piece `p` within the NFA budgets; `what` names its
+    /// source in errors.
+    fn install_built(
+        &mut self,
+        p: usize,
+        built: Result<NFA, Box<BuildError>>,
+        what: impl Fn() -> String,
+    ) -> Result<(), MatchError> {
+        let nfa = built.map_err(|e| {
             if e.size_limit().is_some() {
                 MatchError::LimitExceeded {
                     what: "NFA size of one terminal (bytes)",
@@ -220,7 +265,7 @@ impl Terminals {
                 }
             } else {
                 MatchError::Terminal {
-                    pattern: hir.to_string(),
+                    pattern: what(),
                     message: e.to_string(),
                 }
             }
@@ -235,11 +280,11 @@ impl Terminals {
         debug_assert!(
             (1..256).all(|b| self.byte_class[b] != self.byte_class[b - 1]
                 || nfa.byte_classes().get(b as u8) == nfa.byte_classes().get(b as u8 - 1)),
-            "the byte classes separate every pair of bytes the NFA of {hir} separates"
+            "the byte classes separate every pair of bytes the NFA of {} separates",
+            what()
         );
         let live = live_states(&nfa);
         self.install(p, nfa, p as u32, live);
-        self.compiled.entry(key).or_default().push((hir, p));
         Ok(())
     }
 
@@ -261,7 +306,7 @@ impl Terminals {
 
     /// Adds the members at the start of a lexeme of terminal `t`.
     pub(crate) fn start(&mut self, t: u32, out: &mut Vec<(u32, u32)>) -> Result<(), MatchError> {
-        let split = self.pieces[head(t)].hir.is_some() || self.pieces[head(t)].built;
+        let split = self.pieces[head(t)].source.is_some() || self.pieces[head(t)].built;
         let first = if split { head(t) } else { rest(t) };
         self.build(first)?;
         let start = self.pieces[first].nfa.start_anchored();
@@ -836,8 +881,11 @@ mod tests {
             parse(&format!(r#""b": "{value}"#)),
             parse(r#""c": "[0-9]{0,3000}""#),
         ];
-        let mut terminals =
-            Terminals::new(hirs, &Limits::default(), std::array::from_fn(|b| b as u8));
+        let mut terminals = Terminals::new(
+            hirs.into_iter().map(Terminal::Regex).collect(),
+            &Limits::default(),
+            std::array::from_fn(|b| b as u8),
+        );
         let a = read(&mut terminals, 0, br#""a": "xyz""#);
         let after_a = terminals.nfa_bytes;
         let b = read(&mut terminals, 1, br#""b": "xyz""#);

@@ -116,6 +116,7 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
             Grammar::from_regex(r#"(name|nom)=[^"]{0,600}"( ?, ?[a-z]{1,8}\t[^"]*")?"#).unwrap(),
         ),
         ("shared values", shared_values_grammar()),
+        ("words graph", words_graph_grammar()),
         (
             "counted strings",
             Grammar::from_regex(r#""[^"\\\x00-\x1F]{0,9}"( "[^"\\\x00-\x1F]{2,30}"| [0-9]{1,3})?"#)

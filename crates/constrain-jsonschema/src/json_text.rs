@@ -2,10 +2,12 @@
 //! must be escaped), as a short escape, or as `\uXXXX` (a surrogate pair outside the basic
 //! plane). Lone surrogates are not produced: they do not decode to a string.
 
-use constrain_engine::Expr;
+use constrain_engine::{Expr, GrammarError, GraphState, RegexGraph};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
+use rustc_hash::FxHashMap;
 
 use crate::options::Escapes;
+use crate::re::dfa::Dfa;
 use crate::re::{unicode_class, CharSet, Re};
 
 /// Characters that JSON lets appear as a short escape, with the escape letter.
@@ -38,6 +40,54 @@ pub(crate) fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
         } if has_counted_repeat(re) => encode_expr(inner, escapes).repeat(*min, *max),
         other => Expr::from_hir(encode(other, escapes)),
     }
+}
+
+/// The JSON text of the strings `dfa` accepts, quotes included, as a graph: a state per
+/// automaton state, whose edges spell the characters leading to each next state. For
+/// languages with a small automaton and no small expression (a pattern under a length bound).
+pub(crate) fn quoted_graph(dfa: &Dfa, escapes: Escapes) -> Result<RegexGraph, GrammarError> {
+    // Graph states: 0 before the opening quote, `1 + s` for automaton state `s`, and the
+    // last one after the closing quote.
+    let n = dfa.state_count();
+    let closed = n as u32 + 1;
+    let mut labels = vec![Hir::literal(*b"\"")];
+    let mut label_of: FxHashMap<CharSet, u32> = FxHashMap::default();
+    let mut states = Vec::with_capacity(n + 2);
+    states.push(GraphState {
+        edges: vec![(0, 1)],
+        accepting: false,
+    });
+    for s in 0..n {
+        // The ranges into each target, as one class.
+        let mut by_target: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+        for &(lo, hi, t) in dfa.transitions(s) {
+            match by_target.iter_mut().find(|(target, _)| *target == t) {
+                Some((_, ranges)) => ranges.push((lo, hi)),
+                None => by_target.push((t, vec![(lo, hi)])),
+            }
+        }
+        let mut edges = Vec::with_capacity(by_target.len() + 1);
+        for (target, ranges) in by_target {
+            let class = CharSet::from_ranges(ranges);
+            let label = *label_of.entry(class).or_insert_with_key(|class| {
+                labels.push(spell_class(class, escapes));
+                labels.len() as u32 - 1
+            });
+            edges.push((label, target + 1));
+        }
+        if dfa.is_accepting(s) {
+            edges.push((0, closed));
+        }
+        states.push(GraphState {
+            edges,
+            accepting: false,
+        });
+    }
+    states.push(GraphState {
+        edges: Vec::new(),
+        accepting: true,
+    });
+    RegexGraph::new(labels, states)
 }
 
 /// Whether the compilation on this thread is past its deadline: encoding a huge expression

@@ -14,6 +14,7 @@ use crate::ir::{
 };
 use crate::number::{Bound, Decimal};
 use crate::re::{ecma, Re};
+use crate::strings::StringLanguage;
 use crate::uri::{escape_token, Uri};
 use crate::AdditionalProperties;
 
@@ -786,9 +787,9 @@ impl Ctx<'_> {
             }
         }
         // Check now, where the keywords are, that the constraints combine.
-        match crate::strings::string_re_or_subset(&capped) {
-            Ok((_, false)) => {}
-            Ok((_, true)) => self.warn(
+        match crate::strings::string_language(&capped) {
+            Ok(StringLanguage::Exact(_) | StringLanguage::Automaton(_)) => {}
+            Ok(StringLanguage::Subset(_)) => self.warn(
                 &child(pointer, "maxLength"),
                 "maxLength",
                 WarningKind::Narrowed,

@@ -1,7 +1,9 @@
 //! The decoded-string language of a [`StringSet`]: its patterns, formats and length bounds
-//! combined into one regular expression.
+//! combined into one regular expression, or into an automaton where no expression of it is
+//! small (see [`string_language`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::thread::LocalKey;
 
 use rustc_hash::FxHashMap;
 
@@ -13,7 +15,20 @@ thread_local! {
     /// The expressions of the string sets met by the compilation running on this thread
     /// (see [`Combined`]).
     static COMBINED: RefCell<FxHashMap<StringSet, Result<Re, TooLarge>>> = RefCell::default();
+    /// The languages of the string sets met by the compilation running on this thread, as
+    /// [`string_language`] decided them (see [`Combined`]).
+    static LANGUAGES: RefCell<FxHashMap<StringSet, Result<StringLanguage, TooLarge>>> =
+        RefCell::default();
+    /// The graph edges the compilation running on this thread may still spend on string sets
+    /// generated from their automata (see [`MAX_GRAPH_EDGES`]).
+    static GRAPH_EDGES_LEFT: Cell<usize> = const { Cell::new(MAX_GRAPH_EDGES) };
 }
+
+/// Graph edges one compilation spends on automata of string sets: each edge is a copy of a
+/// character's spellings in the engine's NFA, and strings that may all start at one place
+/// (the branches of an `anyOf` of patterns) multiply the lexer states of their NFAs. Past it,
+/// string sets are generated as subsets.
+const MAX_GRAPH_EDGES: usize = 12_000;
 
 /// Most string sets [`COMBINED`] keeps; it starts over beyond.
 const MAX_COMBINED: usize = 256;
@@ -26,12 +41,16 @@ const MAX_COMBINED: usize = 256;
 /// drop.
 pub(crate) struct Combined {
     previous: FxHashMap<StringSet, Result<Re, TooLarge>>,
+    previous_languages: FxHashMap<StringSet, Result<StringLanguage, TooLarge>>,
+    previous_graph_edges: usize,
 }
 
 impl Combined {
     pub(crate) fn install() -> Combined {
         Combined {
             previous: COMBINED.with(|c| std::mem::take(&mut *c.borrow_mut())),
+            previous_languages: LANGUAGES.with(|c| std::mem::take(&mut *c.borrow_mut())),
+            previous_graph_edges: GRAPH_EDGES_LEFT.with(|c| c.replace(MAX_GRAPH_EDGES)),
         }
     }
 }
@@ -40,6 +59,9 @@ impl Drop for Combined {
     fn drop(&mut self) {
         let previous = std::mem::take(&mut self.previous);
         COMBINED.with(|c| *c.borrow_mut() = previous);
+        let previous = std::mem::take(&mut self.previous_languages);
+        LANGUAGES.with(|c| *c.borrow_mut() = previous);
+        GRAPH_EDGES_LEFT.with(|c| c.set(self.previous_graph_edges));
     }
 }
 
@@ -73,40 +95,132 @@ pub(crate) fn capped(set: &StringSet) -> StringSet {
     }
 }
 
-/// The strings of `set` as one expression, and whether it is only a subset (when the exact
-/// combination of length bounds and patterns is too large, see [`narrow_length`]).
-pub(crate) fn string_re_or_subset(set: &StringSet) -> Result<(Re, bool), TooLarge> {
+/// How the strings of a [`StringSet`] are generated.
+#[derive(Clone)]
+pub(crate) enum StringLanguage {
+    /// Exactly, by an expression.
+    Exact(Re),
+    /// Exactly, by an automaton over characters (the product of the patterns' automaton and a
+    /// length counter), where no expression fits the budgets.
+    Automaton(Dfa),
+    /// A subset, by an expression (see [`narrow_length`]): where the automaton is too large,
+    /// or far larger than the subset.
+    Subset(Re),
+}
+
+/// The strings of `set` as an expression if one fits the budgets, else as an automaton or a
+/// subset, whichever costs less (kept for the rest of the compilation, as [`string_re`] is).
+pub(crate) fn string_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
+    remembered(&LANGUAGES, set, decide_language)
+}
+
+/// [`string_language`] without the cache.
+fn decide_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
     match string_re(set) {
-        Ok(re) => Ok((re, false)),
+        Ok(re) => Ok(StringLanguage::Exact(re)),
         Err(e) => {
             let Some(max) = set.max_len else {
                 return Err(e);
             };
+            let left = GRAPH_EDGES_LEFT.with(Cell::get);
+            let automaton = match length_automaton(set, max).filter(|d| edges(d) <= left) {
+                Some(dfa) if edges(&dfa) <= MAX_FREE_EDGES => return Ok(spend_on(dfa)),
+                automaton => automaton,
+            };
             let langs: Vec<Re> = set.langs.iter().map(|r| (**r).clone()).collect();
             let combined = dfa::intersect_all(&langs)?;
-            Ok((narrow_length(&combined, set.min_len, max), true))
+            let subset = narrow_length(&combined, set.min_len, max);
+            // The graph's NFA costs a copy of a class per edge, the subset's a copy per class
+            // unrolled; the graph is exact and its lexer states hold one of its states, where
+            // the subset's hold one per alternative still alive: it is preferred up to a few
+            // times the subset's size.
+            let budget = subset.unrolled_size().saturating_mul(GRAPH_PREFERENCE);
+            match automaton {
+                Some(dfa) if edges(&dfa) as u64 <= budget => Ok(spend_on(dfa)),
+                _ => Ok(StringLanguage::Subset(subset)),
+            }
         }
     }
+}
+
+/// `dfa` as the language of a string set, its edges taken from what the compilation may
+/// still spend.
+fn spend_on(dfa: Dfa) -> StringLanguage {
+    let spent = edges(&dfa);
+    GRAPH_EDGES_LEFT.with(|c| c.set(c.get().saturating_sub(spent)));
+    StringLanguage::Automaton(dfa)
+}
+
+/// Edges of an automaton's graph below which it is used without comparing it to a subset.
+const MAX_FREE_EDGES: usize = 2_000;
+
+/// How many times the unrolled size of a length-bound subset an exact graph may have (in
+/// edges) and still be preferred to it.
+const GRAPH_PREFERENCE: u64 = 4;
+
+/// The edges of `dfa` as a graph: its transitions counted once per target.
+fn edges(dfa: &Dfa) -> usize {
+    (0..dfa.state_count())
+        .map(|s| {
+            let mut targets: Vec<u32> = dfa.transitions(s).iter().map(|&(_, _, t)| t).collect();
+            targets.sort_unstable();
+            targets.dedup();
+            targets.len()
+        })
+        .sum()
+}
+/// The product of the automaton of `set`'s patterns with a counter of `min_len..=max`
+/// characters, if within the automaton budget (a few states per character for the usual
+/// patterns: a word count, a character class somewhere).
+fn length_automaton(set: &StringSet, max: u64) -> Option<Dfa> {
+    let (first, rest) = set.langs.split_first()?;
+    let mut pattern = Dfa::from_re(first).ok()?.minimize();
+    for re in rest {
+        pattern = pattern
+            .intersect(&Dfa::from_re(re).ok()?.minimize())
+            .ok()?
+            .minimize();
+    }
+    let (min, max) = (u32::try_from(set.min_len).ok()?, u32::try_from(max).ok()?);
+    if (pattern.state_count() as u64).saturating_mul(u64::from(max) + 1)
+        > dfa::MAX_DFA_STATES as u64
+    {
+        return None;
+    }
+    // The product of a minimal automaton and a counter is close to minimal already:
+    // minimizing it costs more than the few states it would save.
+    let product = pattern.intersect(&dfa::length_dfa(min, max)).ok()?;
+    Some(product.trim())
 }
 
 /// The strings of `set` as one expression (kept for the rest of the compilation, see
 /// [`Combined`]).
 pub(crate) fn string_re(set: &StringSet) -> Result<Re, TooLarge> {
-    if let Some(known) = COMBINED.with(|c| c.borrow().get(set).cloned()) {
+    remembered(&COMBINED, set, combine)
+}
+
+/// What `cache` holds for `set`, or `compute`'s answer, then kept for the rest of the
+/// compilation.
+fn remembered<V: Clone>(
+    cache: &'static LocalKey<RefCell<FxHashMap<StringSet, V>>>,
+    set: &StringSet,
+    compute: impl FnOnce(&StringSet) -> V,
+) -> V {
+    if let Some(known) = cache.with(|c| c.borrow().get(set).cloned()) {
         return known;
     }
-    let re = combine(set);
+    let value = compute(set);
     // Past the deadline a construction gives up early: that says nothing about the set.
     if crate::deadline::expired().is_none() {
-        COMBINED.with(|c| {
+        cache.with(|c| {
             let mut c = c.borrow_mut();
             if c.len() >= MAX_COMBINED {
                 c.clear();
             }
-            c.insert(set.clone(), re.clone());
+            c.insert(set.clone(), value.clone());
         });
     }
-    re
+    value
 }
 
 /// [`string_re`] without the cache.
@@ -224,5 +338,64 @@ mod tests {
         let set = letters_digits(8);
         let _ = string_re(&set);
         assert_eq!(kept(&set), None);
+    }
+
+    fn pattern_within(pattern: &str, min_len: u64, max_len: u64) -> StringSet {
+        let pattern = crate::re::ecma::search_language(pattern).expect("a valid pattern");
+        StringSet {
+            min_len,
+            max_len: Some(max_len),
+            langs: vec![Rc::new(pattern)],
+        }
+    }
+
+    #[test]
+    fn a_length_bound_pattern_is_an_automaton_unless_far_larger_than_a_subset() {
+        let _compiling = Combined::install();
+        let kind = |set: &StringSet| match string_language(set) {
+            Ok(StringLanguage::Exact(_)) => "exact",
+            Ok(StringLanguage::Automaton(_)) => "automaton",
+            Ok(StringLanguage::Subset(_)) => "subset",
+            Err(_) => "too large",
+        };
+        // Small products: a word count, an unanchored pattern.
+        assert_eq!(
+            kind(&pattern_within(r"^(?:\S+\s+){0,9}\S+$", 1, 100)),
+            "automaton"
+        );
+        assert_eq!(
+            kind(&pattern_within("[a-zA-Z0-9_.-]+", 3, 255)),
+            "automaton"
+        );
+        // A word count of about 40 automaton states times 201 lengths: past the budget.
+        assert_eq!(
+            kind(&pattern_within(r"^(?:\S+\s+){0,19}\S+$", 1, 200)),
+            "subset"
+        );
+        // An address of many parts under a long bound: thousands of product states, where
+        // the subset gives each part a share of the length.
+        let address = r"^[^@^\s]+@[^@^\.^\s]+(\.[^@^\.^\s]*)*.gov.uk";
+        assert_eq!(kind(&pattern_within(address, 5, 254)), "subset");
+        assert_eq!(kind(&pattern_within(address, 5, 30)), "automaton");
+    }
+
+    #[test]
+    fn a_compilation_spends_a_bounded_number_of_graph_edges() {
+        let is_automaton =
+            |set: &StringSet| matches!(string_language(set), Ok(StringLanguage::Automaton(_)));
+        // Word counts of about 3,300 edges each: three fit the budget, the fourth does not.
+        let sets: Vec<StringSet> = (0..5)
+            .map(|i| pattern_within(r"^(?:\S+\s+){0,9}\S+$", 1, 100 + i))
+            .collect();
+        {
+            let _compiling = Combined::install();
+            let kinds: Vec<bool> = sets.iter().map(is_automaton).collect();
+            assert_eq!(kinds, [true, true, true, false, false]);
+            // A set decided once is not charged again.
+            assert!(is_automaton(&sets[0]));
+        }
+        // The next compilation has the whole budget again.
+        let _compiling = Combined::install();
+        assert!(is_automaton(&sets[4]));
     }
 }

@@ -276,7 +276,8 @@ fn strings() {
         &[json!("abcd")],
         &[json!("abcde"), json!("")],
     );
-    // Exact intersection is too large here: each side of the '@' gets a share of the length.
+    // Two unbounded parts share the length bound: generated from the automaton of the pattern
+    // and a length counter.
     check(
         json!({"type": "string", "pattern": "^\\S+@\\S+$", "minLength": 5, "maxLength": 40}),
         &[json!("ab@cd"), json!("first.last@example.com")],
@@ -287,6 +288,77 @@ fn strings() {
         &[json!("ab"), json!("axxb"), json!(3)],
         &[json!("ba"), json!("a")],
     );
+}
+
+/// Strings of words: 1 to `max_words` words of 1 to `max_word` characters (ASCII letters,
+/// `é`, `😀`, a quote, a backslash), joined by runs of 1 to 2 ASCII spaces, tabs or newlines,
+/// sometimes with a leading or trailing run.
+fn random_sentences(count: usize, max_words: u64, max_word: u64) -> Vec<String> {
+    let mut state = 0x853c_49e6_748f_ea9b_u64;
+    let mut below = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let letters = ['a', 'Z', 'é', '😀', '"', '\\'];
+    let spaces = [' ', '\t', '\n'];
+    (0..count)
+        .map(|_| {
+            let mut s = String::new();
+            let words = 1 + below(max_words);
+            let edge = below(8);
+            for w in 0..words + u64::from(edge == 0) {
+                if w > 0 || edge == 1 {
+                    for _ in 0..1 + below(2) {
+                        s.push(spaces[below(3) as usize]);
+                    }
+                }
+                if w < words {
+                    for _ in 0..1 + below(max_word) {
+                        s.push(letters[below(6) as usize]);
+                    }
+                }
+            }
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn patterns_under_length_bounds_are_exact() {
+    // Products of a pattern's automaton and a length counter: a word count under a length
+    // bound, and an unanchored pattern under a length bound.
+    let index = byte_index();
+    for (schema, sentences) in [
+        (
+            json!({"type": "string", "pattern": "^(?:\\S+\\s+){0,4}\\S+$", "maxLength": 60}),
+            random_sentences(400, 7, 16),
+        ),
+        (
+            json!({"type": "string", "pattern": "[a-zA-Z0-9_.-]+", "minLength": 3, "maxLength": 40}),
+            random_sentences(400, 6, 16),
+        ),
+    ] {
+        let compiled =
+            constrain_jsonschema::compile(&schema, &Options::default()).expect("compiles");
+        assert!(
+            compiled.warnings.is_empty(),
+            "{schema}: {:?}",
+            compiled.warnings
+        );
+        let c = Checked::new(&index, &schema, &Options::default()).expect("compiles");
+        let reference = jsonschema::validator_for(&schema).expect("a valid schema");
+        let mut valid = 0;
+        for s in sentences {
+            let v = json!(s);
+            let expected = reference.is_valid(&v);
+            assert_eq!(c.accepts(&v), (expected, expected), "{schema}: {v}");
+            valid += usize::from(expected);
+        }
+        // Both sides of each bound are exercised.
+        assert!((100..300).contains(&valid), "{schema}: {valid} valid");
+    }
 }
 
 #[test]

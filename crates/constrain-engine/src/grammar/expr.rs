@@ -8,6 +8,9 @@ use regex_syntax::hir::{
     self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir,
 };
 
+use std::sync::Arc;
+
+use super::graph::RegexGraph;
 use crate::error::GrammarError;
 
 /// Identifies a rule of a [`GrammarBuilder`](crate::GrammarBuilder) / [`Grammar`](crate::Grammar).
@@ -30,6 +33,10 @@ impl RuleId {
 pub enum Expr {
     /// A regular language over bytes, matched as a whole (anchored at both ends).
     Regex(Box<Hir>),
+    /// A regular language given as a graph (see [`RegexGraph`]), matched as a whole: for
+    /// languages whose automaton is small and whose expressions are not. Always a lexeme of
+    /// its own.
+    Graph(Arc<RegexGraph>),
     /// A reference to a rule.
     Rule(RuleId),
     /// The concatenation of the parts; empty means the empty string.
@@ -112,6 +119,11 @@ impl Expr {
                 message: e.to_string(),
             })?;
         Ok(Expr::from_hir(strip_outer_anchors(hir)))
+    }
+
+    /// A regular language given as a graph.
+    pub fn graph(graph: RegexGraph) -> Expr {
+        Expr::Graph(Arc::new(graph))
     }
 
     /// A regular language given as a `regex-syntax` HIR.
@@ -238,7 +250,7 @@ impl Expr {
     /// Calls `f` on every rule this expression refers to.
     pub fn for_each_rule(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Regex(_) => {}
+            Expr::Regex(_) | Expr::Graph(_) => {}
             Expr::Rule(r) => f(*r),
             Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().for_each(|p| p.for_each_rule(f)),
             Expr::Repeat { expr, .. } => expr.for_each_rule(f),

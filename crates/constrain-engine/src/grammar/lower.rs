@@ -6,12 +6,14 @@
 //! sequence are concatenated into a single terminal.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use regex_syntax::hir::{Hir, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::builder::Grammar;
 use super::expr::{Expr, RuleId, Unordered};
+use super::graph::{RegexGraph, Terminal};
 use crate::error::GrammarError;
 use crate::limits::{Deadline, Limits};
 use crate::terminal::{fingerprint, same_hir};
@@ -29,7 +31,7 @@ pub(crate) enum Sym {
 #[derive(Debug, Default)]
 pub(crate) struct Cfg {
     /// The regular language of every terminal; none is empty or matches only "".
-    pub terminals: Vec<Hir>,
+    pub terminals: Vec<Terminal>,
     /// Names of nonterminals (for diagnostics).
     pub nonterminals: Vec<String>,
     /// Productions `(lhs, rhs)`; every symbol is productive.
@@ -225,7 +227,8 @@ impl Lowerer<'_> {
                 let copies = max.unwrap_or(*min).max(1) as usize;
                 Some((s.saturating_mul(copies).saturating_add(1), d + 1))
             }
-            Expr::Unordered(_) => None,
+            // A graph is a lexeme of its own: it never merges with its neighbours.
+            Expr::Unordered(_) | Expr::Graph(_) => None,
         }
     }
 
@@ -243,7 +246,9 @@ impl Lowerer<'_> {
                 greedy: true,
                 sub: Box::new(self.build_regular(expr)),
             }),
-            Expr::Unordered(_) => unreachable!("`regular_size` finds no unordered items regular"),
+            Expr::Unordered(_) | Expr::Graph(_) => {
+                unreachable!("`regular_size` finds no unordered items or graphs regular")
+            }
         }
     }
 
@@ -338,6 +343,7 @@ impl Lowerer<'_> {
         }
         match expr {
             Expr::Regex(h) => self.lower_hir_into(h, seq)?,
+            Expr::Graph(g) => self.lower_graph_into(g, seq),
             Expr::Seq(parts) => {
                 for p in parts {
                     self.lower_into(p, seq)?;
@@ -519,7 +525,7 @@ impl Lowerer<'_> {
             Expr::Rule(r) => self.regular[r.index()].is_none() || self.unbounded[r.index()],
             Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().any(|p| self.is_unbounded(p)),
             Expr::Repeat { expr, max, .. } => max.is_none() || self.is_unbounded(expr),
-            Expr::Unordered(_) => true,
+            Expr::Unordered(_) | Expr::Graph(_) => true,
         }
     }
 
@@ -551,16 +557,42 @@ impl Lowerer<'_> {
         Ok(nt)
     }
 
-    fn terminal(&mut self, hir: Hir) -> u32 {
-        let same = self.terminal_ids.entry(fingerprint(&hir)).or_default();
-        if let Some(&id) = same
-            .iter()
-            .find(|&&id| same_hir(&self.cfg.terminals[id as usize], &hir))
-        {
+    /// Appends the terminal of graph `g` to `seq` (nothing for a graph of only the empty
+    /// string; a dead sequence for one of no string).
+    fn lower_graph_into(&mut self, g: &Arc<RegexGraph>, seq: &mut SeqBuilder) {
+        if g.matches_nothing() {
+            seq.dead = true;
+        } else if !g.matches_only_empty() {
+            let t = self.graph_terminal(g);
+            seq.push_sym(Sym::T(t), self);
+        }
+    }
+
+    /// The terminal of graph `g`: one per graph, however many places use it (equal graphs
+    /// built apart included).
+    fn graph_terminal(&mut self, g: &Arc<RegexGraph>) -> u32 {
+        let same = self.terminal_ids.entry(g.fingerprint()).or_default();
+        let found = same.iter().find(|&&id| {
+            matches!(&self.cfg.terminals[id as usize], Terminal::Graph(h) if Arc::ptr_eq(g, h) || h.same(g))
+        });
+        if let Some(&id) = found {
             return id;
         }
         let id = self.cfg.terminals.len() as u32;
-        self.cfg.terminals.push(hir);
+        self.cfg.terminals.push(Terminal::Graph(g.clone()));
+        same.push(id);
+        id
+    }
+
+    fn terminal(&mut self, hir: Hir) -> u32 {
+        let same = self.terminal_ids.entry(fingerprint(&hir)).or_default();
+        if let Some(&id) = same.iter().find(
+            |&&id| matches!(&self.cfg.terminals[id as usize], Terminal::Regex(h) if same_hir(h, &hir)),
+        ) {
+            return id;
+        }
+        let id = self.cfg.terminals.len() as u32;
+        self.cfg.terminals.push(Terminal::Regex(hir));
         same.push(id);
         id
     }
@@ -699,7 +731,7 @@ fn check_depth(expr: &Expr, depth: usize) -> Result<(), GrammarError> {
         });
     }
     match expr {
-        Expr::Regex(_) | Expr::Rule(_) => Ok(()),
+        Expr::Regex(_) | Expr::Graph(_) | Expr::Rule(_) => Ok(()),
         Expr::Seq(parts) | Expr::Alt(parts) => {
             parts.iter().try_for_each(|p| check_depth(p, depth + 1))
         }
@@ -1064,5 +1096,54 @@ mod tests {
             "one over the cap"
         );
         assert_eq!(hir_size(&parse("(?:x{1000}){1000}"), 100), 101);
+    }
+
+    #[test]
+    fn equal_graphs_built_apart_share_one_terminal() {
+        use crate::grammar::{GrammarBuilder, GraphState};
+        // `a+` as a graph, built twice; and a graph of `b`, and one of nothing.
+        let graph = |byte: &str, looping: bool| {
+            let back = if looping { vec![(0, 1)] } else { Vec::new() };
+            let states = vec![
+                GraphState {
+                    edges: vec![(0, 1)],
+                    accepting: false,
+                },
+                GraphState {
+                    edges: back,
+                    accepting: true,
+                },
+            ];
+            Expr::graph(RegexGraph::new(vec![parse(byte)], states).expect("valid"))
+        };
+        let nothing = Expr::graph(
+            RegexGraph::new(
+                vec![parse("a")],
+                vec![GraphState {
+                    edges: Vec::new(),
+                    accepting: false,
+                }],
+            )
+            .expect("valid"),
+        );
+        let mut b = GrammarBuilder::new();
+        let root = b.rule_id("root");
+        let body = Expr::alt(vec![
+            Expr::seq(vec![Expr::literal("x"), graph("a", true)]),
+            Expr::seq(vec![Expr::literal("y"), graph("a", true)]),
+            Expr::seq(vec![Expr::literal("z"), graph("b", false)]),
+            Expr::seq(vec![Expr::literal("w"), nothing]),
+        ]);
+        b.define(root, body).expect("defines");
+        let grammar = b.build(root).expect("builds");
+        let cfg = lower(&grammar, &Limits::default(), &Deadline::after(None)).expect("lowers");
+        let graphs = cfg
+            .terminals
+            .iter()
+            .filter(|t| matches!(t, Terminal::Graph(_)))
+            .count();
+        assert_eq!(graphs, 2, "one terminal for both `a+` graphs, one for `b`");
+        // The branch through the empty graph is dropped: x, y, z and the start remain.
+        assert_eq!(cfg.productions.len(), 4, "{:?}", cfg.productions);
     }
 }

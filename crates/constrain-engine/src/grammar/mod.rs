@@ -2,10 +2,13 @@
 
 mod builder;
 mod expr;
+mod graph;
 mod lower;
 
 pub use builder::{Grammar, GrammarBuilder};
 pub use expr::{
     special_token_bytes, Expr, RuleId, Unordered, UnorderedMember, SPECIAL_TOKEN_MARKER,
 };
+pub(crate) use graph::Terminal;
+pub use graph::{GraphState, RegexGraph};
 pub(crate) use lower::{lower, Cfg, Family, Sym};

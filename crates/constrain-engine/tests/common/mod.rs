@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use constrain_engine::{
-    CompiledGrammar, Expr, Grammar, GrammarBuilder, Limits, Matcher, TokenIndex, Unordered,
-    UnorderedMember,
+    CompiledGrammar, Expr, Grammar, GrammarBuilder, GraphState, Limits, Matcher, RegexGraph,
+    TokenIndex, Unordered, UnorderedMember,
 };
 use constrain_vocab::{TokenKind, Vocabulary};
+use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir};
+use rustc_hash::FxHashMap;
 
 /// The 256 single bytes as tokens 0..=255, and end-of-sequence as 256.
 pub fn byte_vocab() -> Arc<Vocabulary> {
@@ -292,4 +294,99 @@ pub fn unordered_record_grammar() -> Grammar {
         allow_empty: false,
     });
     single_rule(Expr::seq(vec![lit("{"), body, lit("}")]))
+}
+
+/// Longest body of the words strings of [`words_graph_grammar`].
+pub const WORDS_MAX_LEN: usize = 10;
+/// Most words in such a body.
+pub const WORDS_MAX_COUNT: usize = 3;
+
+/// `{"w": "..."}` where the string holds 1 to [`WORDS_MAX_COUNT`] words of `[a-z]` joined by
+/// single spaces, at most [`WORDS_MAX_LEN`] characters: the string as a [`RegexGraph`] with a
+/// state per (length, words, inside a word), the product a pattern with a length bound makes.
+/// Some states are dead ends (a space with no room left for a word).
+pub fn words_graph_grammar() -> Grammar {
+    // States: 0 before the opening quote, 1 after it, then one per (length, words, inside a
+    // word), and `closed` after the closing quote.
+    let labels = vec![
+        Hir::literal(*b"\""),
+        Hir::class(Class::Bytes(ClassBytes::new([ClassBytesRange::new(
+            b'a', b'z',
+        )]))),
+        Hir::literal(*b" "),
+    ];
+    let (quote, letter, space) = (0u32, 1u32, 2u32);
+    let mut ids: FxHashMap<(usize, usize, bool), u32> = FxHashMap::default();
+    let mut states = vec![
+        GraphState {
+            edges: vec![(quote, 1)],
+            accepting: false,
+        },
+        GraphState::default(),
+        GraphState {
+            edges: Vec::new(),
+            accepting: true,
+        },
+    ];
+    let closed = 2u32;
+    let mut queue = vec![(1u32, (0usize, 0usize, false))];
+    while let Some((at, (len, words, inside))) = queue.pop() {
+        let mut next = |key: (usize, usize, bool), states: &mut Vec<GraphState>| {
+            *ids.entry(key).or_insert_with(|| {
+                states.push(GraphState::default());
+                let id = states.len() as u32 - 1;
+                queue.push((id, key));
+                id
+            })
+        };
+        let mut edges = Vec::new();
+        if len < WORDS_MAX_LEN {
+            if inside {
+                edges.push((letter, next((len + 1, words, true), &mut states)));
+                edges.push((space, next((len + 1, words, false), &mut states)));
+            } else if words < WORDS_MAX_COUNT {
+                edges.push((letter, next((len + 1, words + 1, true), &mut states)));
+            }
+        }
+        if inside {
+            edges.push((quote, closed));
+        }
+        states[at as usize].edges = edges;
+    }
+    let graph = RegexGraph::new(labels, states).expect("a valid graph");
+    single_rule(Expr::seq(vec![
+        lit("{\"w\": "),
+        Expr::graph(graph),
+        lit("}"),
+    ]))
+}
+
+/// The language of [`words_graph_grammar`] as one regular expression: every split of the
+/// length budget among the words, spelled out.
+pub fn words_regex_grammar() -> Grammar {
+    fn splits(words: usize, room: usize, prefix: &mut Vec<usize>, out: &mut Vec<String>) {
+        if words == 0 {
+            let parts: Vec<String> = prefix.iter().map(|n| format!("[a-z]{{{n}}}")).collect();
+            out.push(parts.join(" "));
+            return;
+        }
+        for n in 1..=room {
+            let rest = room - n;
+            if words > 1 && rest < 2 {
+                break;
+            }
+            prefix.push(n);
+            splits(words - 1, rest.saturating_sub(1), prefix, out);
+            prefix.pop();
+        }
+    }
+    let mut bodies = Vec::new();
+    for words in 1..=WORDS_MAX_COUNT {
+        splits(words, WORDS_MAX_LEN, &mut Vec::new(), &mut bodies);
+    }
+    single_rule(Expr::seq(vec![
+        lit("{\"w\": "),
+        re(&format!("\"({})\"", bodies.join("|"))),
+        lit("}"),
+    ]))
 }

@@ -12,13 +12,14 @@ pub(crate) fn is_nothing(e: &Expr) -> bool {
     match e {
         Expr::Alt(v) => v.is_empty(),
         Expr::Regex(h) => h.properties().minimum_len().is_none(),
+        Expr::Graph(g) => g.matches_nothing(),
         _ => false,
     }
 }
 
 fn productive(e: &Expr, rules: &FxHashSet<RuleId>) -> bool {
     match e {
-        Expr::Regex(h) => h.properties().minimum_len().is_some(),
+        Expr::Regex(_) | Expr::Graph(_) => !is_nothing(e),
         Expr::Rule(r) => rules.contains(r),
         Expr::Seq(parts) => parts.iter().all(|p| productive(p, rules)),
         Expr::Alt(parts) => parts.iter().any(|p| productive(p, rules)),
@@ -59,7 +60,7 @@ pub(crate) fn productive_rules(bodies: &FxHashMap<RuleId, Expr>) -> FxHashSet<Ru
 /// `e` without unproductive parts (the empty language if nothing is left).
 pub(crate) fn prune(e: Expr, live: &FxHashSet<RuleId>) -> Expr {
     match e {
-        Expr::Regex(_) => {
+        Expr::Regex(_) | Expr::Graph(_) => {
             if is_nothing(&e) {
                 Expr::nothing()
             } else {

@@ -12,7 +12,7 @@ use crate::number::{number_re, Decimal, Kind};
 use crate::options::Escapes;
 use crate::re::dfa::{self, Dfa};
 use crate::re::{CharSet, Re};
-use crate::strings::{string_re, string_re_or_subset};
+use crate::strings::{string_language, string_re, StringLanguage};
 
 /// Any JSON number.
 pub(crate) fn any_number() -> Result<Expr, SchemaError> {
@@ -104,8 +104,12 @@ impl Emitter<'_, '_> {
 
     pub(crate) fn string(&mut self, s: &StringSet) -> Result<Expr, SchemaError> {
         let s = &crate::strings::capped(s);
-        let re = match string_re_or_subset(s) {
-            Ok((re, _)) => re,
+        let re = match string_language(s) {
+            Ok(StringLanguage::Exact(re) | StringLanguage::Subset(re)) => re,
+            Ok(StringLanguage::Automaton(dfa)) => {
+                let graph = json_text::quoted_graph(&dfa, self.ctx.options.escapes)?;
+                return Ok(Expr::graph(graph));
+            }
             Err(e) => {
                 self.unsupported("pattern", format!("string constraints do not combine: {e}"))?;
                 // Lenient: keep the patterns, drop the lengths; then drop the patterns.

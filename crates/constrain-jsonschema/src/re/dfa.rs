@@ -68,6 +68,16 @@ impl Dfa {
         self.trans.len()
     }
 
+    /// The transitions of state `s`: sorted, disjoint `(lo, hi, target)` ranges.
+    pub(crate) fn transitions(&self, s: usize) -> &[(u32, u32, u32)] {
+        &self.trans[s]
+    }
+
+    /// Whether state `s` accepts.
+    pub(crate) fn is_accepting(&self, s: usize) -> bool {
+        self.accepting[s]
+    }
+
     /// Whether no string is accepted.
     pub(crate) fn is_empty(&self) -> bool {
         let mut seen = vec![false; self.trans.len()];
@@ -181,7 +191,7 @@ impl Dfa {
     }
 
     /// Drops states from which no accepting state is reachable (keeps the start state).
-    fn trim(&self) -> Dfa {
+    pub(crate) fn trim(&self) -> Dfa {
         let n = self.trans.len();
         let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (s, ranges) in self.trans.iter().enumerate() {
