@@ -222,9 +222,21 @@ impl CompiledGrammar {
         Ok(m)
     }
 
-    /// The lexeme walk from `lex` another grammar shared through the token index (by
-    /// signature), or computed now and shared.
+    /// The lexeme walk from `lex`: the one another grammar shared through the token index (by
+    /// signature), or computed now and shared. A state of members of several terminals (an
+    /// object's key position) is computed as the union of its parts' (see
+    /// [`Lexer::parts_by_terminal`]); one of many terminals (a large object's keys, which
+    /// other grammars seldom share) is not looked up by signature.
+    ///
+    /// [`Lexer::parts_by_terminal`]: crate::lexer::Lexer::parts_by_terminal
     fn shared_or_walked(&self, lazy: &mut Lazy, lex: LexId) -> Result<Arc<LexemeMask>, MatchError> {
+        let parts = lazy
+            .automaton
+            .lexer
+            .parts_by_terminal(lex, MIN_TERMINALS_TO_SPLIT)?;
+        if parts.len() > MAX_SHARED_PARTS {
+            return self.union_of_parts(lazy, &parts);
+        }
         let signature = lazy
             .automaton
             .lexer
@@ -235,11 +247,37 @@ impl CompiledGrammar {
         {
             return Ok(m);
         }
-        let m = Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?);
+        let m = if parts.is_empty() {
+            Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?)
+        } else {
+            self.union_of_parts(lazy, &parts)?
+        };
         if let Some(sig) = signature {
             self.index.share_lexeme_mask(sig, m.clone());
         }
         Ok(m)
+    }
+
+    /// The lexeme walk of a lexer state as the union of those of its `parts` (each cached as
+    /// any lexer state's): the tokens inside any part, and every part's boundaries.
+    fn union_of_parts(
+        &self,
+        lazy: &mut Lazy,
+        parts: &[LexId],
+    ) -> Result<Arc<LexemeMask>, MatchError> {
+        let mut inside = vec![0u32; self.mask_words()].into_boxed_slice();
+        let mut boundaries: Vec<(u32, Box<[u8]>)> = Vec::new();
+        for &part in parts {
+            let m = self.lexeme_mask(lazy, part)?;
+            inside
+                .iter_mut()
+                .zip(m.inside.iter())
+                .for_each(|(a, b)| *a |= b);
+            boundaries.extend(m.boundaries.iter().cloned());
+        }
+        boundaries.sort_unstable_by_key(|&(node, _)| node);
+        boundaries.dedup_by_key(|&mut (node, _)| node);
+        Ok(Arc::new(LexemeMask { inside, boundaries }))
     }
 
     /// Sizes of the lazily built automaton: (states, parser rows, lexer states).
@@ -247,6 +285,16 @@ impl CompiledGrammar {
         self.lazy.lock().automaton.stats()
     }
 }
+
+/// Terminals a lexer state needs for its lexeme walk to be the union of its parts' (see
+/// [`Lexer::parts_by_terminal`](crate::lexer::Lexer::parts_by_terminal)). The parts recur in
+/// many states (the members of an object that may come next, whichever came before), but each
+/// costs a walk and a pass over the mask: with few terminals, one walk of the state costs less.
+const MIN_TERMINALS_TO_SPLIT: usize = 4;
+
+/// Most terminals of a lexer state whose lexeme walk is looked up by signature among other
+/// grammars' (see `CompiledGrammar::shared_or_walked`).
+const MAX_SHARED_PARTS: usize = 8;
 
 impl std::fmt::Debug for CompiledGrammar {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

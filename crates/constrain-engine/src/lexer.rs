@@ -988,6 +988,34 @@ impl Lexer {
         Some(groups.concat().into())
     }
 
+    /// The states holding the members of `state` of one terminal each, when it has members of
+    /// at least `min_terminals` terminals (none otherwise). A member steps alone, so what a
+    /// lexeme walk finds from `state` is the union of what it finds from each part; the parts
+    /// of the key position of an object (one per member that may come next) recur in every
+    /// state of that object whatever members came before.
+    pub(crate) fn parts_by_terminal(
+        &mut self,
+        state: LexId,
+        min_terminals: usize,
+    ) -> Result<Vec<LexId>, MatchError> {
+        let members = &self.states[state as usize];
+        if members
+            .chunk_by(|a, b| a.0 == b.0)
+            .nth(min_terminals - 1)
+            .is_none()
+        {
+            return Ok(Vec::new());
+        }
+        let groups: Vec<Vec<(u32, u32)>> = members
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(<[(u32, u32)]>::to_vec)
+            .collect();
+        groups
+            .into_iter()
+            .map(|mut group| self.intern(&mut group))
+            .collect()
+    }
+
     fn intern(&mut self, set: &mut Vec<(u32, u32)>) -> Result<LexId, MatchError> {
         // Mostly sorted runs already (members come in order, each step's closure sorted):
         // the stable sort merges runs.
@@ -1548,5 +1576,33 @@ mod tests {
             lexer.signature(key, u32::MAX),
             lexer.signature(name, u32::MAX)
         );
+    }
+
+    #[test]
+    fn a_state_of_many_terminals_splits_into_one_part_per_terminal() {
+        let mut lexer = lexer(&[r#""name": [a-z]+"#, r#""nick": [a-z]+"#, "[0-9]+", "[a-z]+"]);
+        let all = lexer.start(&[0, 1, 2, 3]).expect("starts");
+        assert!(lexer.parts_by_terminal(all, 5).expect("splits").is_empty());
+        let parts = lexer.parts_by_terminal(all, 4).expect("splits");
+        assert_eq!(parts.len(), 4);
+        for (t, &part) in parts.iter().enumerate() {
+            assert!(lexer.states[part as usize]
+                .iter()
+                .all(|&(u, _)| u == t as u32));
+            assert_eq!(
+                part,
+                lexer.start(&[t as u32]).expect("starts"),
+                "terminal {t}"
+            );
+        }
+        // After `"n`, two terminals are left: fewer than asked for.
+        let quote = lexer
+            .next(all, lexer.byte_class[usize::from(b'"')] as usize)
+            .expect("steps");
+        let n = lexer
+            .next(quote, lexer.byte_class[usize::from(b'n')] as usize)
+            .expect("steps");
+        assert!(lexer.parts_by_terminal(n, 3).expect("splits").is_empty());
+        assert_eq!(lexer.parts_by_terminal(n, 2).expect("splits").len(), 2);
     }
 }

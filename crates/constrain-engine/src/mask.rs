@@ -6,7 +6,9 @@
 //! a lexeme can end ("boundaries") depend on the parser. Its result is cached per lexer state and
 //! shared by every automaton state that scans from it (say, every JSON string body in every
 //! context). A *state walk* then visits just those boundary subtrees with the full automaton.
-//! States with several lexemes in flight use the state walk over the whole trie.
+//! States with several lexemes in flight use the state walk over the whole trie. A lexer state
+//! of members of many terminals has, as its lexeme walk, the union of the walks of its members
+//! grouped by terminal (see `CompiledGrammar::shared_or_walked`).
 //!
 //! Both walks take a subtree in one step when every byte below it is a text byte and the state
 //! reached survives any text that long (a string body, or one with characters left before its
