@@ -999,11 +999,7 @@ impl Lexer {
         min_terminals: usize,
     ) -> Result<Vec<LexId>, MatchError> {
         let members = &self.states[state as usize];
-        if members
-            .chunk_by(|a, b| a.0 == b.0)
-            .nth(min_terminals - 1)
-            .is_none()
-        {
+        if members.chunk_by(|a, b| a.0 == b.0).count() < min_terminals {
             return Ok(Vec::new());
         }
         let groups: Vec<Vec<(u32, u32)>> = members

@@ -15,7 +15,6 @@
 
 use std::cell::OnceCell;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use regex_automata::nfa::thompson::{self, BuildError, State, WhichCaptures, NFA};
 use regex_automata::util::primitives::StateID;
@@ -39,7 +38,7 @@ const MAX_HEAD: usize = 512;
 /// One NFA of a terminal, compiled when first needed.
 struct Piece {
     /// What to compile, until compiled.
-    source: Option<Source>,
+    source: Option<Terminal>,
     built: bool,
     nfa: NFA,
     /// The piece whose compilation made `nfa` (pieces with equal expressions share it).
@@ -63,7 +62,7 @@ struct Piece {
 impl Piece {
     /// A piece not compiled yet; `never` is a shared NFA that matches nothing (building one
     /// per piece cost more than the rest of setting up the terminals).
-    fn new(source: Option<Source>, never: &NFA) -> Piece {
+    fn new(source: Option<Terminal>, never: &NFA) -> Piece {
         Piece {
             source,
             built: false,
@@ -80,13 +79,6 @@ impl Piece {
     fn state(&self, sid: StateID) -> &State {
         self.nfa.state(sid)
     }
-}
-
-/// What a piece is compiled from.
-enum Source {
-    Regex(Hir),
-    /// A graph, compiled whole (never split).
-    Graph(Arc<RegexGraph>),
 }
 
 /// The pieces of every terminal: `2 t` is the head of terminal `t` (without an expression when
@@ -129,12 +121,13 @@ impl Terminals {
         let mut pieces = Vec::with_capacity(2 * terminals.len());
         let never = NFA::never_match();
         for terminal in terminals {
+            // A graph is compiled whole.
             let (head, rest) = match terminal {
                 Terminal::Regex(hir) => {
                     let (head, rest) = split(hir);
-                    (head.map(Source::Regex), Source::Regex(rest))
+                    (head.map(Terminal::Regex), Terminal::Regex(rest))
                 }
-                Terminal::Graph(g) => (None, Source::Graph(g)),
+                graph => (None, graph),
             };
             pieces.push(Piece::new(head, &never));
             pieces.push(Piece::new(Some(rest), &never));
@@ -219,8 +212,8 @@ impl Terminals {
             deadline.check_match()?;
         }
         let hir = match source {
-            Source::Regex(hir) => hir,
-            Source::Graph(g) => return self.build_graph(p, &g),
+            Terminal::Regex(hir) => hir,
+            Terminal::Graph(g) => return self.build_graph(p, &g),
         };
         let key = fingerprint(&hir);
         let twin = self

@@ -308,6 +308,23 @@ impl Terminal {
         }
     }
 
+    /// A hash of the terminal's structure: equal terminals built apart hash alike.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        match self {
+            Terminal::Regex(h) => crate::terminal::fingerprint(h),
+            Terminal::Graph(g) => g.fingerprint(),
+        }
+    }
+
+    /// Whether `self` and `other` have the same structure (see [`Self::fingerprint`]).
+    pub(crate) fn same(&self, other: &Terminal) -> bool {
+        match (self, other) {
+            (Terminal::Regex(a), Terminal::Regex(b)) => crate::terminal::same_hir(a, b),
+            (Terminal::Graph(a), Terminal::Graph(b)) => Arc::ptr_eq(a, b) || a.same(b),
+            _ => false,
+        }
+    }
+
     /// Calls `f` on every regular expression the terminal is made of.
     pub(crate) fn for_each_hir(&self, mut f: impl FnMut(&Hir)) {
         match self {

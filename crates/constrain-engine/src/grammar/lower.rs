@@ -16,7 +16,6 @@ use super::expr::{Expr, RuleId, Unordered};
 use super::graph::{RegexGraph, Terminal};
 use crate::error::GrammarError;
 use crate::limits::{Deadline, Limits};
-use crate::terminal::{fingerprint, same_hir};
 
 /// A grammar symbol of the lowered grammar.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -539,7 +538,7 @@ impl Lowerer<'_> {
         let piece = match (props.minimum_len(), props.maximum_len()) {
             (None, _) => Piece::Nothing,
             (_, Some(0)) => Piece::Empty,
-            _ => Piece::Terminal(self.terminal(hir)),
+            _ => Piece::Terminal(self.terminal(Terminal::Regex(hir))),
         };
         self.rule_pieces[rule.index()] = Some(piece);
         piece
@@ -563,36 +562,23 @@ impl Lowerer<'_> {
         if g.matches_nothing() {
             seq.dead = true;
         } else if !g.matches_only_empty() {
-            let t = self.graph_terminal(g);
+            let t = self.terminal(Terminal::Graph(g.clone()));
             seq.push_sym(Sym::T(t), self);
         }
     }
 
-    /// The terminal of graph `g`: one per graph, however many places use it (equal graphs
-    /// built apart included).
-    fn graph_terminal(&mut self, g: &Arc<RegexGraph>) -> u32 {
-        let same = self.terminal_ids.entry(g.fingerprint()).or_default();
-        let found = same.iter().find(|&&id| {
-            matches!(&self.cfg.terminals[id as usize], Terminal::Graph(h) if Arc::ptr_eq(g, h) || h.same(g))
-        });
-        if let Some(&id) = found {
+    /// The id of `terminal`: one per terminal, however many places use it (equal ones built
+    /// apart included).
+    fn terminal(&mut self, terminal: Terminal) -> u32 {
+        let same = self.terminal_ids.entry(terminal.fingerprint()).or_default();
+        if let Some(&id) = same
+            .iter()
+            .find(|&&id| self.cfg.terminals[id as usize].same(&terminal))
+        {
             return id;
         }
         let id = self.cfg.terminals.len() as u32;
-        self.cfg.terminals.push(Terminal::Graph(g.clone()));
-        same.push(id);
-        id
-    }
-
-    fn terminal(&mut self, hir: Hir) -> u32 {
-        let same = self.terminal_ids.entry(fingerprint(&hir)).or_default();
-        if let Some(&id) = same.iter().find(
-            |&&id| matches!(&self.cfg.terminals[id as usize], Terminal::Regex(h) if same_hir(h, &hir)),
-        ) {
-            return id;
-        }
-        let id = self.cfg.terminals.len() as u32;
-        self.cfg.terminals.push(Terminal::Regex(hir));
+        self.cfg.terminals.push(terminal);
         same.push(id);
         id
     }
@@ -652,7 +638,7 @@ impl SeqBuilder {
             (None, _) => self.dead = true,
             (_, Some(0)) => {}
             _ => {
-                let t = lowerer.terminal(hir);
+                let t = lowerer.terminal(Terminal::Regex(hir));
                 self.syms.push(Sym::T(t));
             }
         }
