@@ -195,7 +195,10 @@ impl CompiledGrammar {
         if let Some(m) = lazy.lexeme_masks.get(&lex) {
             return Ok(m.clone());
         }
-        let identity = lazy.automaton.lexer.identity(lex);
+        let identity = lazy
+            .automaton
+            .lexer
+            .identity(lex, self.index.longest_token());
         let known = identity
             .as_ref()
             .and_then(|id| lazy.lexeme_masks_by_identity.get(id))

@@ -395,6 +395,11 @@ impl Lexer {
         if let Some(known) = self.byte_radius[state as usize][alphabet] {
             return Ok(known);
         }
+        if let Some((uncounted, room)) = self.without_counts(state)? {
+            let radius = self.radius(uncounted, alphabet)?.min(room);
+            self.byte_radius[state as usize][alphabet] = Some(radius);
+            return Ok(radius);
+        }
         if alphabet == TEXT {
             if let Some(radius) = self.looping_radius(state) {
                 self.byte_radius[state as usize][TEXT] = Some(radius);
@@ -488,6 +493,11 @@ impl Lexer {
         if let Some(known) = self.string_radius[state as usize] {
             return Ok(known);
         }
+        if let Some((uncounted, room)) = self.without_counts(state)? {
+            let radius = self.string_radius(uncounted)?.min(room);
+            self.string_radius[state as usize] = Some(radius);
+            return Ok(radius);
+        }
         let radius = if self.free_in_strings(state) {
             MAX_RADIUS
         } else {
@@ -526,6 +536,31 @@ impl Lexer {
             }
         }
         Ok(Some(radius))
+    }
+
+    /// `state` with the counts of its members that count edges dropped, and how many
+    /// characters it reads as that state does (see `Terminals::reads_as_its_nfa_for`), when it
+    /// has such members. Its radii are those of that state within that room: exploring the
+    /// counted states would meet new ones at every count, the uncounted ones recur.
+    fn without_counts(&mut self, state: LexId) -> Result<Option<(LexId, u8)>, MatchError> {
+        let members = &self.states[state as usize];
+        if !members
+            .iter()
+            .any(|&(t, s)| self.terminals.uncounted(t, s).is_some())
+        {
+            return Ok(None);
+        }
+        let room = members
+            .iter()
+            .map(|&(t, s)| self.terminals.reads_as_its_nfa_for(t, s))
+            .min()
+            .unwrap_or(0)
+            .min(u32::from(MAX_RADIUS)) as u8;
+        let mut uncounted: Vec<(u32, u32)> = members
+            .iter()
+            .map(|&(t, s)| (t, self.terminals.uncounted(t, s).unwrap_or(s)))
+            .collect();
+        Ok(Some((self.intern(&mut uncounted)?, room)))
     }
 
     /// The largest string radius of the NFA states of one terminal of `state`, as a lexer
@@ -753,6 +788,14 @@ impl Lexer {
     /// (any byte from 0x80 on: more paths than UTF-8 allows, which only errs towards "yes").
     /// A search that finds none remembers every NFA state it saw: what they reach, it saw too.
     fn match_reachable_in_strings(&mut self, set: &[(u32, u32)]) -> bool {
+        // A terminal that counts its edges has a member per count: searching them all would
+        // cost the bound times the NFA. "Yes" is the cautious answer.
+        if set
+            .iter()
+            .any(|&(t, s)| self.terminals.uncounted(t, s).is_some())
+        {
+            return true;
+        }
         // One byte of every class that holds a byte of a string character.
         let mut bytes: Vec<u8> = (0..=255u8).filter(|&b| is_string_byte(b)).collect();
         bytes.dedup_by_key(|b| self.byte_class[*b as usize]);
@@ -833,7 +876,9 @@ impl Lexer {
     /// lexer state, but they all share one signature. The bound makes it matter for counted
     /// bodies too: a string with a `maxLength` is a lexer state per count, but all those
     /// farther from the limit than the longest token read alike. `None` when more than
-    /// [`MAX_SIGNATURE_STATES`] states are within reach, and in a head (see `terminal`).
+    /// [`MAX_SIGNATURE_STATES`] states are within reach, in a head (see `terminal`) and in a
+    /// graph that counts its edges near its bounds (far from them, a count reads as any other
+    /// within `depth`, as a `maxLength` body does).
     pub(crate) fn signature(&mut self, state: LexId, depth: u32) -> Option<Box<[u32]>> {
         let mut renumbering = std::mem::take(&mut self.renumbering);
         let signature = self.signature_with(state, depth, &mut renumbering);
@@ -858,8 +903,11 @@ impl Lexer {
         let mut described: Vec<bool> = Vec::new();
         let (mut level, mut next): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
         for group in set.chunk_by(|a, b| a.0 == b.0) {
-            // A head's graph goes on into a rest that may not be compiled yet.
-            if group.iter().any(|&(t, s)| self.terminals.in_head(t, s)) {
+            // A head's graph goes on into a rest that may not be compiled yet; a graph that
+            // counts its edges reads as its NFA only far enough from its bounds.
+            if group.iter().any(|&(t, s)| {
+                self.terminals.in_head(t, s) || self.terminals.reads_as_its_nfa_for(t, s) < depth
+            }) {
                 return None;
             }
             let (t, s) = group[0];
@@ -969,13 +1017,20 @@ impl Lexer {
     /// terminals whose rests share one expression (members of different objects ending in
     /// the same value) give equal identities, so their lexeme walks agree (see
     /// `mask::lexeme_mask`). Unlike [`Self::signature`], it holds within this lexer only, and
-    /// it costs one step per member however large the NFAs are. `None` in a head.
-    pub(crate) fn identity(&self, state: LexId) -> Option<Box<[u32]>> {
+    /// it costs one step per member however large the NFAs are. `None` in a head. A member
+    /// that counts edges but reads as its NFA for `depth` more bytes is named without its
+    /// count (see `Terminals::reads_as_its_nfa_for`): the counts of a long string body share
+    /// one walk.
+    pub(crate) fn identity(&self, state: LexId, depth: u32) -> Option<Box<[u32]>> {
         let set = &self.states[state as usize];
         let mut groups: Vec<Vec<u32>> = Vec::new();
         for group in set.chunk_by(|a, b| a.0 == b.0) {
             let mut states = vec![0, group.len() as u32];
             for &(t, s) in group {
+                let s = match self.terminals.uncounted(t, s) {
+                    Some(free) if self.terminals.reads_as_its_nfa_for(t, s) >= depth => free,
+                    _ => s,
+                };
                 let (nfa, sid) = self.terminals.compiled_state(t, s)?;
                 states[0] = nfa;
                 states.push(sid);

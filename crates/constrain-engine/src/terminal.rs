@@ -12,6 +12,11 @@
 //! lexer replaces it by the rest's start (see [`Terminals::enter_rests`]), and the analyses
 //! that read the NFAs without building (text radii, string loops) take it for a match, which
 //! only ever makes them answer more cautiously.
+//!
+//! A graph with edge bounds (see `RegexGraph::with_edge_bounds`) counts the edges it has
+//! read: its members are numbered `count * states + state`, so each count is a member of its
+//! own while the NFA stays the size of the graph. A step that passes the marker of an edge's
+//! end adds one; a member is kept only while some path from it ends within the bounds.
 
 use std::cell::OnceCell;
 use std::collections::VecDeque;
@@ -22,7 +27,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::MatchError;
-use crate::grammar::{RegexGraph, Terminal};
+use crate::grammar::{any_bit_in, RegexGraph, Terminal};
 use crate::limits::{Deadline, Limits};
 use crate::token_index::{is_string_byte, is_text_byte};
 
@@ -34,6 +39,103 @@ const SPLIT_ABOVE: usize = 4096;
 
 /// Estimated NFA states a head may have.
 const MAX_HEAD: usize = 512;
+
+/// The bit an ε-closure of a piece that counts edges sets on the states it reached through
+/// an edge's end (see [`Counter`]).
+const PAST_EDGE: u32 = 1 << 31;
+
+/// How a piece compiled from a graph with edge bounds counts the edges read: member `s` is
+/// NFA state `s % states` after `s / states` edges. The count `max + 1` stands for a member
+/// that does not count (see [`Terminals::uncounted`]).
+struct Counter {
+    states: u32,
+    min: u32,
+    max: u32,
+    /// Per NFA state: the graph state its edge leads to (`u32::MAX` for a state on no edge:
+    /// a graph state's own alternatives, its marker, the match).
+    target: Box<[u32]>,
+    /// Per graph state: the numbers of edges of its paths to an accepting one (see
+    /// `RegexGraph::path_lengths`).
+    lengths: Vec<Box<[u64]>>,
+    /// The most edges any graph state needs to an accepting one.
+    longest_shortest: u32,
+}
+
+impl Counter {
+    /// The counter of graph `g` compiled as `nfa` (whose markers are its only captures).
+    fn new(g: &RegexGraph, nfa: &NFA) -> Option<Counter> {
+        let (min, max) = g.edge_bounds()?;
+        let (preds, _) = predecessors(nfa, |_| true);
+        let mut target = vec![u32::MAX; nfa.states().len()].into_boxed_slice();
+        // Backwards from each marker to the markers before it: the states of the edges into it.
+        for (m, state) in nfa.states().iter().enumerate() {
+            let State::Capture { group_index, .. } = state else {
+                continue;
+            };
+            let vertex = group_index.as_u32();
+            let mut stack: Vec<u32> = preds[m].iter().map(|&(p, _)| p).collect();
+            while let Some(at) = stack.pop() {
+                let at_state = nfa.state(StateID::new_unchecked(at as usize));
+                if target[at as usize] == vertex || matches!(at_state, State::Capture { .. }) {
+                    continue;
+                }
+                target[at as usize] = vertex;
+                stack.extend(preds[at as usize].iter().map(|&(p, _)| p));
+            }
+        }
+        Some(Counter {
+            states: nfa.states().len() as u32,
+            min,
+            max,
+            target,
+            lengths: g.path_lengths(),
+            longest_shortest: g.longest_shortest_path(),
+        })
+    }
+
+    /// Whether NFA state `sid` (a match when `is_match`) after `count` edges can still end
+    /// within the bounds.
+    fn live(&self, count: u32, sid: u32, is_match: bool) -> bool {
+        if is_match {
+            return (self.min..=self.max).contains(&count);
+        }
+        let vertex = self.target[sid as usize];
+        // Its edge ends at `vertex` with one more.
+        let Some(at_vertex) = count.checked_add(1).filter(|&c| c <= self.max) else {
+            return false;
+        };
+        vertex != u32::MAX
+            && any_bit_in(
+                &self.lengths[vertex as usize],
+                self.min.saturating_sub(at_vertex),
+                self.max - at_vertex,
+            )
+    }
+
+    /// The count of members that do not count.
+    fn uncounted(&self) -> u32 {
+        self.max + 1
+    }
+
+    /// How many more edges a member after `count` edges reads as the NFA does without a
+    /// count: none before it has read the fewest edges; after, as many as leave room for the
+    /// longest of the shortest ways to an end (with one to spare for an edge half read), so
+    /// that every state the NFA keeps alive that far, the count keeps too.
+    fn edges_free_after(&self, count: u32) -> u32 {
+        if count == self.uncounted() {
+            u32::MAX
+        } else if count < self.min {
+            0
+        } else {
+            (self.max - count).saturating_sub(self.longest_shortest + 2)
+        }
+    }
+
+    /// Approximate memory held.
+    fn bytes(&self) -> usize {
+        self.target.len() * 4 + self.lengths.iter().map(|l| l.len() * 8).sum::<usize>()
+    }
+}
 
 /// One NFA of a terminal, compiled when first needed.
 struct Piece {
@@ -55,8 +157,11 @@ struct Piece {
     /// [`Terminals::reaches_control_in_strings`]; empty until first asked).
     control_reaching: Box<[bool]>,
     /// Per NFA state: the live byte-consuming and match states its ε-moves reach (filled as
-    /// steps first land on it: every new lexer state asks again).
+    /// steps first land on it: every new lexer state asks again), with [`PAST_EDGE`] on
+    /// those reached through an edge's end when the piece counts edges.
     closures: Box<[OnceCell<Box<[u32]>>]>,
+    /// Set for a graph with edge bounds.
+    counter: Option<Counter>,
 }
 
 impl Piece {
@@ -73,6 +178,7 @@ impl Piece {
             text_loops: Vec::new(),
             control_reaching: Box::default(),
             closures: Box::default(),
+            counter: None,
         }
     }
 
@@ -183,12 +289,45 @@ impl Terminals {
     /// The piece and NFA state of member `s` of terminal `t`.
     #[inline]
     fn locate(&self, t: u32, s: u32) -> (usize, StateID) {
+        let (p, sid, _) = self.locate_counted(t, s);
+        (p, sid)
+    }
+
+    /// [`Self::locate`], and the edges read (0 in a piece that does not count them).
+    #[inline]
+    fn locate_counted(&self, t: u32, s: u32) -> (usize, StateID, u32) {
         let head_len = self.head_len(t);
         if s < head_len {
-            (head(t), StateID::new_unchecked(s as usize))
-        } else {
-            (rest(t), StateID::new_unchecked((s - head_len) as usize))
+            return (head(t), StateID::new_unchecked(s as usize), 0);
         }
+        let s = s - head_len;
+        match &self.pieces[rest(t)].counter {
+            None => (rest(t), StateID::new_unchecked(s as usize), 0),
+            Some(c) => (
+                rest(t),
+                StateID::new_unchecked((s % c.states) as usize),
+                s / c.states,
+            ),
+        }
+    }
+
+    /// How many more edges (so, at least, bytes) member `s` of `t` reads as its NFA state
+    /// does alone: all, unless `t` counts edges; then fewer near a bound (see [`Counter`]).
+    pub(crate) fn reads_as_its_nfa_for(&self, t: u32, s: u32) -> u32 {
+        let (p, _, count) = self.locate_counted(t, s);
+        self.pieces[p]
+            .counter
+            .as_ref()
+            .map_or(u32::MAX, |c| c.edges_free_after(count))
+    }
+
+    /// Member `s` of `t` with its count dropped, when `t` counts edges and `s` counts: a
+    /// member that reads as the NFA does, whatever the count (see
+    /// [`Self::reads_as_its_nfa_for`]).
+    pub(crate) fn uncounted(&self, t: u32, s: u32) -> Option<u32> {
+        let (p, sid, count) = self.locate_counted(t, s);
+        let c = self.pieces[p].counter.as_ref()?;
+        (count != c.uncounted()).then(|| c.uncounted() * c.states + sid.as_u32())
     }
 
     /// Which compiled NFA member `s` of `t` is in (equal for terminals whose pieces share an
@@ -237,9 +376,22 @@ impl Terminals {
     /// Compiles graph `g` as piece `p`.
     fn build_graph(&mut self, p: usize, g: &RegexGraph) -> Result<(), MatchError> {
         let built = g.build_nfa(&self.compiler, Some(self.max_terminal_nfa_bytes));
+        let counter = built.as_ref().ok().and_then(|nfa| Counter::new(g, nfa));
+        if let Some(c) = &counter {
+            // Members number every count of every state, and the uncounted ones.
+            if u64::from(c.max + 2) * u64::from(c.states) > u64::from(u32::MAX >> 1) {
+                return Err(MatchError::LimitExceeded {
+                    what: "NFA states times edges of a graph with edge bounds",
+                    limit: (u32::MAX >> 1) as usize,
+                });
+            }
+            self.nfa_bytes += c.bytes();
+        }
         self.install_built(p, built, || {
             format!("a graph of {} states", g.states().len())
-        })
+        })?;
+        self.pieces[p].counter = counter;
+        Ok(())
     }
 
     /// Installs a freshly built NFA as piece `p` within the NFA budgets; `what` names its
@@ -303,7 +455,7 @@ impl Terminals {
         let first = if split { head(t) } else { rest(t) };
         self.build(first)?;
         let start = self.pieces[first].nfa.start_anchored();
-        self.close(t, first, start, out);
+        self.close(t, first, start, 0, out);
         Ok(())
     }
 
@@ -320,7 +472,7 @@ impl Terminals {
             set.swap_remove(i);
             self.build(rest(t))?;
             let start = self.pieces[rest(t)].nfa.start_anchored();
-            self.close(t, rest(t), start, set);
+            self.close(t, rest(t), start, 0, set);
         }
         Ok(())
     }
@@ -329,13 +481,7 @@ impl Terminals {
     #[inline]
     fn step(&self, t: u32, s: u32, byte: u8) -> Option<(usize, StateID)> {
         let (p, sid) = self.locate(t, s);
-        let next = match self.pieces[p].state(sid) {
-            State::ByteRange { trans } => trans.matches_byte(byte).then_some(trans.next),
-            State::Sparse(sparse) => sparse.matches_byte(byte),
-            State::Dense(dense) => dense.matches_byte(byte),
-            _ => None,
-        }?;
-        Some((p, next))
+        Some((p, step_state(self.pieces[p].state(sid), byte)?))
     }
 
     /// Adds to `cuts` (a bit per byte) every byte `b` where member `s` of `t` may step
@@ -360,12 +506,39 @@ impl Terminals {
     }
 
     /// Adds the live byte-consuming and match states of piece `p` of `t` reachable from
-    /// `start` by ε-moves, as members: those not added since [`Self::new_set`].
-    pub(crate) fn close(&mut self, t: u32, p: usize, start: StateID, out: &mut Vec<(u32, u32)>) {
+    /// `start` by ε-moves, as members: those not added since [`Self::new_set`]. `count` is
+    /// the edges read before `start` (in a piece that counts them; see [`Counter`]).
+    pub(crate) fn close(
+        &mut self,
+        t: u32,
+        p: usize,
+        start: StateID,
+        count: u32,
+        out: &mut Vec<(u32, u32)>,
+    ) {
         let offset = if p == rest(t) { self.head_len(t) } else { 0 };
         let piece = &self.pieces[p];
         let closure =
             piece.closures[start.as_usize()].get_or_init(|| epsilon_closure(piece, start));
+        if let Some(counter) = &piece.counter {
+            // Members differ by count too: the lexer's interning removes repeats.
+            for &reached in closure.iter() {
+                let sid = reached & !PAST_EDGE;
+                if count == counter.uncounted() {
+                    out.push((t, offset + count * counter.states + sid));
+                    continue;
+                }
+                let count = count + u32::from(reached & PAST_EDGE != 0);
+                let is_match = matches!(
+                    piece.state(StateID::new_unchecked(sid as usize)),
+                    State::Match { .. }
+                );
+                if counter.live(count, sid, is_match) {
+                    out.push((t, offset + count * counter.states + sid));
+                }
+            }
+            return;
+        }
         let stamps = &mut self.stamps[p];
         for &sid in closure.iter() {
             let stamp = &mut stamps[sid as usize];
@@ -378,14 +551,19 @@ impl Terminals {
 
     /// Adds the members reached from member `s` of `t` by `byte` (see [`Self::close`]).
     pub(crate) fn step_and_close(&mut self, t: u32, s: u32, byte: u8, out: &mut Vec<(u32, u32)>) {
-        if let Some((p, next)) = self.step(t, s, byte) {
-            self.close(t, p, next, out);
+        let (p, sid, count) = self.locate_counted(t, s);
+        if let Some(next) = step_state(self.pieces[p].state(sid), byte) {
+            self.close(t, p, next, count, out);
         }
     }
 
     /// Whether member `s` of `t` comes back to itself after every byte of `bytes`
     /// (remembered per NFA state, as only one alphabet, the text bytes, is ever asked about).
     pub(crate) fn loops_on_text(&mut self, t: u32, s: u32, bytes: &[u8]) -> bool {
+        if self.uncounted(t, s).is_some() {
+            // Every text byte is a character read: the count moves on.
+            return false;
+        }
         let (p, sid) = self.locate(t, s);
         let known = self.pieces[p].text_loops[sid.as_usize()];
         if known != 0 {
@@ -434,6 +612,17 @@ impl Terminals {
     }
 }
 
+/// Where `state` goes on `byte`, if it reads it.
+#[inline]
+fn step_state(state: &State, byte: u8) -> Option<StateID> {
+    match state {
+        State::ByteRange { trans } => trans.matches_byte(byte).then_some(trans.next),
+        State::Sparse(sparse) => sparse.matches_byte(byte),
+        State::Dense(dense) => dense.matches_byte(byte),
+        _ => None,
+    }
+}
+
 /// The live byte-consuming and match states of `piece` that ε-moves reach from `start`.
 fn epsilon_closure(piece: &Piece, start: StateID) -> Box<[u32]> {
     if !piece.live[start.as_usize()] {
@@ -449,8 +638,12 @@ fn epsilon_closure(piece: &Piece, start: StateID) -> Box<[u32]> {
     // Closures are mostly a handful of states: a list until it grows, then a set.
     let mut visited: Vec<StateID> = Vec::new();
     let mut visited_set: FxHashSet<StateID> = FxHashSet::default();
-    let mut stack = vec![start];
-    while let Some(sid) = stack.pop() {
+    // With the flag set once an edge's end marker is passed (a capture; see `Counter`). Each
+    // state is reached on one side of it only: labels read something, so no ε-path crosses
+    // two markers, and the states before one belong to the edges into it alone.
+    let counts = piece.counter.is_some();
+    let mut stack = vec![(start, 0u32)];
+    while let Some((sid, past)) = stack.pop() {
         let new = if visited_set.is_empty() && visited.len() < SMALL_CLOSURE {
             !visited.contains(&sid) && {
                 visited.push(sid);
@@ -467,11 +660,14 @@ fn epsilon_closure(piece: &Piece, start: StateID) -> Box<[u32]> {
         }
         match piece.state(sid) {
             State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) | State::Match { .. } => {
-                found.push(sid.as_u32());
+                found.push(sid.as_u32() | past);
             }
-            State::Union { alternates } => stack.extend(alternates.iter().rev().copied()),
-            State::BinaryUnion { alt1, alt2 } => stack.extend([*alt2, *alt1]),
-            State::Capture { next, .. } | State::Look { next, .. } => stack.push(*next),
+            State::Union { alternates } => {
+                stack.extend(alternates.iter().rev().map(|&alt| (alt, past)))
+            }
+            State::BinaryUnion { alt1, alt2 } => stack.extend([(*alt2, past), (*alt1, past)]),
+            State::Capture { next, .. } if counts => stack.push((*next, PAST_EDGE)),
+            State::Capture { next, .. } | State::Look { next, .. } => stack.push((*next, past)),
             State::Fail => {}
         }
     }

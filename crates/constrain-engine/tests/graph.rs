@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use constrain_engine::{CompiledGrammar, Matcher};
+use constrain_engine::{CompiledGrammar, Grammar, Matcher};
 use constrain_vocab::{TokenKind, Tokenizer, Vocabulary};
 
 /// Every text over `alphabet` of up to `max_len` bytes after `prefix`.
@@ -31,8 +31,17 @@ fn texts(prefix: &str, alphabet: &[u8], max_len: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn a_graph_accepts_exactly_the_strings_of_its_expression() {
+    accepts_exactly_the_words(&words_graph_grammar());
+}
+
+#[test]
+fn a_graph_with_edge_bounds_accepts_exactly_the_strings_of_its_expression() {
+    accepts_exactly_the_words(&counted_words_graph_grammar());
+}
+
+fn accepts_exactly_the_words(graph: &Grammar) {
     let vocab = byte_vocab();
-    let graph = compile(&words_graph_grammar(), &vocab);
+    let graph = compile(graph, &vocab);
     let regex = compile(&words_regex_grammar(), &vocab);
     let (mut accepted, mut viable_only) = (0, 0);
     // Bodies of letters and spaces, up to two bytes past the length bound.
@@ -63,9 +72,10 @@ fn a_graph_accepts_exactly_the_strings_of_its_expression() {
     }
 }
 
-/// Walks both grammars with the same random tokens, comparing every mask.
-fn masks_agree(vocab: &Arc<Vocabulary>, walks: u64, steps: usize) -> usize {
-    let graph: Arc<CompiledGrammar> = compile(&words_graph_grammar(), vocab);
+/// Walks `graph` and the same language as one expression with the same random tokens,
+/// comparing every mask.
+fn masks_agree(graph: &Grammar, vocab: &Arc<Vocabulary>, walks: u64, steps: usize) -> usize {
+    let graph: Arc<CompiledGrammar> = compile(graph, vocab);
     let regex = compile(&words_regex_grammar(), vocab);
     let width = vocab.logits_width();
     let mut checked = 0;
@@ -101,17 +111,33 @@ fn masks_agree(vocab: &Arc<Vocabulary>, walks: u64, steps: usize) -> usize {
 
 #[test]
 fn a_graph_has_the_masks_of_its_expression() {
-    assert!(masks_agree(&word_vocab(), 20, 30) > 40);
+    has_the_masks_of_the_words(
+        &words_graph_grammar(),
+        "a_graph_has_the_masks_of_its_expression",
+    );
+}
+
+#[test]
+fn a_graph_with_edge_bounds_has_the_masks_of_its_expression() {
+    has_the_masks_of_the_words(
+        &counted_words_graph_grammar(),
+        "a_graph_with_edge_bounds_has_the_masks_of_its_expression",
+    );
+}
+
+fn has_the_masks_of_the_words(graph: &Grammar, test: &str) {
+    assert!(masks_agree(graph, &word_vocab(), 20, 30) > 40);
     let tokenizer =
         Tokenizer::from_file(constrain_testdata::fixture_tokenizer()).expect("fixture loads");
-    assert!(masks_agree(tokenizer.vocabulary(), 20, 30) > 40);
-    if constrain_testdata::require_shared_or_skip("a_graph_has_the_masks_of_its_expression")
-        .is_some()
-    {
+    assert!(masks_agree(graph, tokenizer.vocabulary(), 20, 30) > 40);
+    if constrain_testdata::require_shared_or_skip(test).is_some() {
         for name in constrain_testdata::SHARED_TOKENIZERS {
             let path = constrain_testdata::shared_tokenizer(name).expect("present");
             let tokenizer = Tokenizer::from_file(&path).expect("tokenizer loads");
-            assert!(masks_agree(tokenizer.vocabulary(), 5, 30) > 10, "{name}");
+            assert!(
+                masks_agree(graph, tokenizer.vocabulary(), 5, 30) > 10,
+                "{name}"
+            );
         }
     }
 }

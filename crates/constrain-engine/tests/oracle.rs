@@ -118,6 +118,10 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
         ("shared values", shared_values_grammar()),
         ("words graph", words_graph_grammar()),
         (
+            "words graph with edge bounds",
+            counted_words_graph_grammar(),
+        ),
+        (
             "counted strings",
             Grammar::from_regex(r#""[^"\\\x00-\x1F]{0,9}"( "[^"\\\x00-\x1F]{2,30}"| [0-9]{1,3})?"#)
                 .unwrap(),

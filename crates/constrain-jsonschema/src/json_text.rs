@@ -44,7 +44,8 @@ pub(crate) fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
 
 /// The JSON text of the strings `dfa` accepts, quotes included, as a graph: a state per
 /// automaton state, whose edges spell the characters leading to each next state. For
-/// languages with a small automaton and no small expression (a pattern under a length bound).
+/// languages with a small automaton and no small expression (a pattern under a length bound,
+/// the bound then put on the edges a path takes: one per character, and one per quote).
 pub(crate) fn quoted_graph(dfa: &Dfa, escapes: Escapes) -> Result<RegexGraph, GrammarError> {
     // Graph states: 0 before the opening quote, `1 + s` for automaton state `s`, and the
     // last one after the closing quote.

@@ -788,7 +788,7 @@ impl Ctx<'_> {
         }
         // Check now, where the keywords are, that the constraints combine.
         match crate::strings::string_language(&capped) {
-            Ok(StringLanguage::Exact(_) | StringLanguage::Automaton(_)) => {}
+            Ok(StringLanguage::Exact(_) | StringLanguage::Automaton { .. }) => {}
             Ok(StringLanguage::Subset(_)) => self.warn(
                 &child(pointer, "maxLength"),
                 "maxLength",

@@ -1,6 +1,7 @@
 //! The decoded-string language of a [`StringSet`]: its patterns, formats and length bounds
-//! combined into one regular expression, or into an automaton where no expression of it is
-//! small (see [`string_language`]).
+//! combined into one regular expression, or, where no expression of it is small, the
+//! patterns' automaton with the length bounds left to the engine to count (see
+//! [`string_language`]).
 
 use std::cell::{Cell, RefCell};
 use std::thread::LocalKey;
@@ -27,7 +28,8 @@ thread_local! {
 /// Graph edges one compilation spends on automata of string sets: each edge is a copy of a
 /// character's spellings in the engine's NFA, and strings that may all start at one place
 /// (the branches of an `anyOf` of patterns) multiply the lexer states of their NFAs. Past it,
-/// string sets are generated as subsets.
+/// string sets are generated as subsets (an automaton has a few edges per state of its
+/// patterns, so this takes hundreds of patterns with length bounds).
 const MAX_GRAPH_EDGES: usize = 12_000;
 
 /// Most string sets [`COMBINED`] keeps; it starts over beyond.
@@ -100,16 +102,21 @@ pub(crate) fn capped(set: &StringSet) -> StringSet {
 pub(crate) enum StringLanguage {
     /// Exactly, by an expression.
     Exact(Re),
-    /// Exactly, by an automaton over characters (the product of the patterns' automaton and a
-    /// length counter), where no expression fits the budgets.
-    Automaton(Dfa),
-    /// A subset, by an expression (see [`narrow_length`]): where the automaton is too large,
-    /// or far larger than the subset.
+    /// Exactly, by the patterns' automaton over characters, read by paths of `min_len` to
+    /// `max_len` characters (the engine counts them: see `RegexGraph::with_edge_bounds`),
+    /// where no expression fits the budgets.
+    Automaton {
+        pattern: Dfa,
+        min_len: u32,
+        max_len: u32,
+    },
+    /// A subset, by an expression (see [`narrow_length`]): where the patterns have no
+    /// automaton within the budgets.
     Subset(Re),
 }
 
-/// The strings of `set` as an expression if one fits the budgets, else as an automaton or a
-/// subset, whichever costs less (kept for the rest of the compilation, as [`string_re`] is).
+/// The strings of `set` as an expression if one fits the budgets, else as their patterns'
+/// automaton, else as a subset (kept for the rest of the compilation, as [`string_re`] is).
 pub(crate) fn string_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
     remembered(&LANGUAGES, set, decide_language)
 }
@@ -122,41 +129,53 @@ fn decide_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
             let Some(max) = set.max_len else {
                 return Err(e);
             };
-            let left = GRAPH_EDGES_LEFT.with(Cell::get);
-            let automaton = match length_automaton(set, max).filter(|d| edges(d) <= left) {
-                Some(dfa) if edges(&dfa) <= MAX_FREE_EDGES => return Ok(spend_on(dfa)),
-                automaton => automaton,
-            };
+            if let Some(language) = counted_automaton(set, max) {
+                return Ok(language);
+            }
             let langs: Vec<Re> = set.langs.iter().map(|r| (**r).clone()).collect();
             let combined = dfa::intersect_all(&langs)?;
-            let subset = narrow_length(&combined, set.min_len, max);
-            // The graph's NFA costs a copy of a class per edge, the subset's a copy per class
-            // unrolled; the graph is exact and its lexer states hold one of its states, where
-            // the subset's hold one per alternative still alive: it is preferred up to a few
-            // times the subset's size.
-            let budget = subset.unrolled_size().saturating_mul(GRAPH_PREFERENCE);
-            match automaton {
-                Some(dfa) if edges(&dfa) as u64 <= budget => Ok(spend_on(dfa)),
-                _ => Ok(StringLanguage::Subset(subset)),
-            }
+            Ok(StringLanguage::Subset(narrow_length(
+                &combined,
+                set.min_len,
+                max,
+            )))
         }
     }
 }
 
-/// `dfa` as the language of a string set, its edges taken from what the compilation may
-/// still spend.
-fn spend_on(dfa: Dfa) -> StringLanguage {
-    let spent = edges(&dfa);
-    GRAPH_EDGES_LEFT.with(|c| c.set(c.get().saturating_sub(spent)));
-    StringLanguage::Automaton(dfa)
+/// The automaton of `set`'s patterns with its lengths (up to `max`) to be counted, if it has
+/// one within the automaton budget and the compilation's graph edges; the edges are spent.
+fn counted_automaton(set: &StringSet, max: u64) -> Option<StringLanguage> {
+    // Paths read the quotes too.
+    let bound = |len: u64| {
+        u32::try_from(len)
+            .ok()
+            .filter(|&l| l <= constrain_engine::MAX_EDGE_BOUND - 2)
+    };
+    let (min_len, max_len) = (bound(set.min_len)?, bound(max)?);
+    if min_len > max_len {
+        return None;
+    }
+    let (first, rest) = set.langs.split_first()?;
+    let mut pattern = Dfa::from_re(first).ok()?.minimize();
+    for re in rest {
+        pattern = pattern
+            .intersect(&Dfa::from_re(re).ok()?.minimize())
+            .ok()?
+            .minimize();
+    }
+    let spent = edges(&pattern);
+    let left = GRAPH_EDGES_LEFT.with(Cell::get);
+    if spent > left {
+        return None;
+    }
+    GRAPH_EDGES_LEFT.with(|c| c.set(left - spent));
+    Some(StringLanguage::Automaton {
+        pattern,
+        min_len,
+        max_len,
+    })
 }
-
-/// Edges of an automaton's graph below which it is used without comparing it to a subset.
-const MAX_FREE_EDGES: usize = 2_000;
-
-/// How many times the unrolled size of a length-bound subset an exact graph may have (in
-/// edges) and still be preferred to it.
-const GRAPH_PREFERENCE: u64 = 4;
 
 /// The edges of `dfa` as a graph: its transitions counted once per target.
 fn edges(dfa: &Dfa) -> usize {
@@ -168,29 +187,6 @@ fn edges(dfa: &Dfa) -> usize {
             targets.len()
         })
         .sum()
-}
-/// The product of the automaton of `set`'s patterns with a counter of `min_len..=max`
-/// characters, if within the automaton budget (a few states per character for the usual
-/// patterns: a word count, a character class somewhere).
-fn length_automaton(set: &StringSet, max: u64) -> Option<Dfa> {
-    let (first, rest) = set.langs.split_first()?;
-    let mut pattern = Dfa::from_re(first).ok()?.minimize();
-    for re in rest {
-        pattern = pattern
-            .intersect(&Dfa::from_re(re).ok()?.minimize())
-            .ok()?
-            .minimize();
-    }
-    let (min, max) = (u32::try_from(set.min_len).ok()?, u32::try_from(max).ok()?);
-    if (pattern.state_count() as u64).saturating_mul(u64::from(max) + 1)
-        > dfa::MAX_DFA_STATES as u64
-    {
-        return None;
-    }
-    // The product of a minimal automaton and a counter is close to minimal already:
-    // minimizing it costs more than the few states it would save.
-    let product = pattern.intersect(&dfa::length_dfa(min, max)).ok()?;
-    Some(product.trim())
 }
 
 /// The strings of `set` as one expression (kept for the rest of the compilation, see
@@ -349,53 +345,57 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_length_bound_pattern_is_an_automaton_unless_far_larger_than_a_subset() {
-        let _compiling = Combined::install();
-        let kind = |set: &StringSet| match string_language(set) {
+    fn kind(set: &StringSet) -> &'static str {
+        match string_language(set) {
             Ok(StringLanguage::Exact(_)) => "exact",
-            Ok(StringLanguage::Automaton(_)) => "automaton",
+            Ok(StringLanguage::Automaton { .. }) => "automaton",
             Ok(StringLanguage::Subset(_)) => "subset",
             Err(_) => "too large",
-        };
-        // Small products: a word count, an unanchored pattern.
-        assert_eq!(
-            kind(&pattern_within(r"^(?:\S+\s+){0,9}\S+$", 1, 100)),
-            "automaton"
-        );
-        assert_eq!(
-            kind(&pattern_within("[a-zA-Z0-9_.-]+", 3, 255)),
-            "automaton"
-        );
-        // A word count of about 40 automaton states times 201 lengths: past the budget.
-        assert_eq!(
-            kind(&pattern_within(r"^(?:\S+\s+){0,19}\S+$", 1, 200)),
-            "subset"
-        );
-        // An address of many parts under a long bound: thousands of product states, where
-        // the subset gives each part a share of the length.
-        let address = r"^[^@^\s]+@[^@^\.^\s]+(\.[^@^\.^\s]*)*.gov.uk";
-        assert_eq!(kind(&pattern_within(address, 5, 254)), "subset");
-        assert_eq!(kind(&pattern_within(address, 5, 30)), "automaton");
+        }
+    }
+
+    #[test]
+    fn a_length_bound_pattern_without_an_expression_is_its_automaton_with_lengths_counted() {
+        let _compiling = Combined::install();
+        // Word counts and an address of many parts: a product with the lengths would have
+        // thousands of states, the patterns' automata have a few dozen.
+        for (pattern, min, max) in [
+            (r"^(?:\S+\s+){0,9}\S+$", 1, 100),
+            (r"^(?:\S+\s+){0,19}\S+$", 1, 200),
+            (r"^(?:\S+\s+){0,49}\S+$", 0, 500),
+            (r"^[^@^\s]+@[^@^\.^\s]+(\.[^@^\.^\s]*)*.gov.uk", 5, 254),
+        ] {
+            let set = pattern_within(pattern, min, max);
+            assert_eq!(kind(&set), "automaton", "{pattern}");
+            let Ok(StringLanguage::Automaton {
+                min_len, max_len, ..
+            }) = string_language(&set)
+            else {
+                unreachable!("an automaton a moment ago");
+            };
+            assert_eq!((u64::from(min_len), u64::from(max_len)), (min, max));
+        }
+        // A small product has an expression.
+        assert_eq!(kind(&pattern_within("[a-z]{2}-[0-9]+", 4, 10)), "exact");
     }
 
     #[test]
     fn a_compilation_spends_a_bounded_number_of_graph_edges() {
-        let is_automaton =
-            |set: &StringSet| matches!(string_language(set), Ok(StringLanguage::Automaton(_)));
-        // Word counts of about 3,300 edges each: three fit the budget, the fourth does not.
-        let sets: Vec<StringSet> = (0..5)
-            .map(|i| pattern_within(r"^(?:\S+\s+){0,9}\S+$", 1, 100 + i))
+        // Word counts of 300 words: an automaton of about 600 states and 1,200 edges each.
+        let sets: Vec<StringSet> = (0..12)
+            .map(|i| pattern_within(r"^(?:\S+\s+){0,299}\S+$", 1, 1000 + i))
             .collect();
         {
             let _compiling = Combined::install();
-            let kinds: Vec<bool> = sets.iter().map(is_automaton).collect();
-            assert_eq!(kinds, [true, true, true, false, false]);
+            let kinds: Vec<&str> = sets.iter().map(kind).collect();
+            let automata = kinds.iter().filter(|&&k| k == "automaton").count();
+            assert!((5..12).contains(&automata), "{kinds:?}");
+            assert_eq!(kinds[11], "subset", "{kinds:?}");
             // A set decided once is not charged again.
-            assert!(is_automaton(&sets[0]));
+            assert_eq!(kind(&sets[0]), "automaton");
         }
         // The next compilation has the whole budget again.
         let _compiling = Combined::install();
-        assert!(is_automaton(&sets[4]));
+        assert_eq!(kind(&sets[11]), "automaton");
     }
 }

@@ -327,13 +327,22 @@ fn random_sentences(count: usize, max_words: u64, max_word: u64) -> Vec<String> 
 
 #[test]
 fn patterns_under_length_bounds_are_exact() {
-    // Products of a pattern's automaton and a length counter: a word count under a length
-    // bound, and an unanchored pattern under a length bound.
+    // Word counts under a length bound, and an unanchored pattern under one: small products
+    // of a pattern's automaton and a length counter, and (the last two) a pattern's automaton
+    // whose lengths the engine counts.
     let index = byte_index();
     for (schema, sentences) in [
         (
             json!({"type": "string", "pattern": "^(?:\\S+\\s+){0,4}\\S+$", "maxLength": 60}),
             random_sentences(400, 7, 16),
+        ),
+        (
+            json!({"type": "string", "pattern": "^$|(^(?:\\S+\\s+){0,19}\\S+$)", "maxLength": 200}),
+            random_sentences(400, 26, 14),
+        ),
+        (
+            json!({"type": "string", "pattern": "^(?:\\S+\\s+){0,49}\\S+$", "minLength": 20, "maxLength": 500}),
+            random_sentences(400, 60, 16),
         ),
         (
             json!({"type": "string", "pattern": "[a-zA-Z0-9_.-]+", "minLength": 3, "maxLength": 40}),

@@ -5,6 +5,11 @@
 //! per length, and an expression for it repeats the pattern once per length at every nesting
 //! level. A [`RegexGraph`] hands the automaton over as it is; the lexer compiles it into one
 //! NFA, where each edge becomes a copy of its label's NFA.
+//!
+//! The length bound itself need not be in the graph: a graph may bound the number of edges
+//! its paths take ([`RegexGraph::with_edge_bounds`]), and the lexer counts them as it reads.
+//! `(\S+\s+){0,49}\S+` within 500 characters is then the pattern's few states, not a copy of
+//! them per length.
 
 use std::sync::Arc;
 
@@ -21,7 +26,12 @@ use crate::error::GrammarError;
 pub struct RegexGraph {
     labels: Vec<Hir>,
     states: Vec<GraphState>,
+    /// Fewest and most edges a path may take (see [`RegexGraph::with_edge_bounds`]).
+    edge_bounds: Option<(u32, u32)>,
 }
+
+/// Most edges a path of a graph with edge bounds may be held to.
+pub const MAX_EDGE_BOUND: u32 = 1 << 16;
 
 /// One state of a [`RegexGraph`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -57,7 +67,118 @@ impl RegexGraph {
                 "look-around assertion in regular expression {h}"
             )));
         }
-        Ok(RegexGraph { labels, states })
+        Ok(RegexGraph {
+            labels,
+            states,
+            edge_bounds: None,
+        })
+    }
+
+    /// The graph whose strings are read by paths of `min` to `max` edges only. Every label
+    /// must match only non-empty strings, so that each edge reads something (a string of a
+    /// pattern within a length bound: one edge per character, the lexer counting them).
+    pub fn with_edge_bounds(mut self, min: u32, max: u32) -> Result<RegexGraph, GrammarError> {
+        let bad = |what: String| GrammarError::Unsupported { what };
+        if min > max || max > MAX_EDGE_BOUND {
+            return Err(bad(format!(
+                "edge bounds {min}..={max} of a graph (at most {MAX_EDGE_BOUND})"
+            )));
+        }
+        if let Some(h) = self
+            .labels
+            .iter()
+            .find(|h| h.properties().minimum_len() == Some(0))
+        {
+            return Err(bad(format!(
+                "label {h} of a graph with edge bounds matches the empty string"
+            )));
+        }
+        self.edge_bounds = Some((min, max));
+        Ok(self)
+    }
+
+    /// The fewest and most edges a path may take, when bounded.
+    pub fn edge_bounds(&self) -> Option<(u32, u32)> {
+        self.edge_bounds
+    }
+
+    /// Per state, for a graph with edge bounds: the numbers of edges (up to the most allowed)
+    /// of its paths to an accepting state through labels that match something, a bit each.
+    pub(crate) fn path_lengths(&self) -> Vec<Box<[u64]>> {
+        let max = self.edge_bounds.map_or(0, |(_, max)| max) as usize;
+        let words = max / 64 + 1;
+        let n = self.states.len();
+        let mut lengths: Vec<Box<[u64]>> = vec![vec![0u64; words].into(); n];
+        for (s, state) in self.states.iter().enumerate() {
+            if state.accepting {
+                lengths[s][0] |= 1;
+            }
+        }
+        let usable: Vec<bool> = self
+            .labels
+            .iter()
+            .map(|h| h.properties().minimum_len().is_some())
+            .collect();
+        // Length `k` from the lengths `k - 1` of the targets, one length at a time.
+        for k in 1..=max {
+            let (word, bit) = ((k - 1) / 64, (k - 1) % 64);
+            for s in 0..n {
+                let reaches = self.states[s].edges.iter().any(|&(label, target)| {
+                    usable[label as usize] && lengths[target as usize][word] >> bit & 1 == 1
+                });
+                if reaches {
+                    lengths[s][k / 64] |= 1 << (k % 64);
+                }
+            }
+        }
+        lengths
+    }
+
+    /// The most edges any state that can reach an accepting one needs to (through labels that
+    /// match something): past the start, a count of edges that leaves that many more free
+    /// cannot end a path too early.
+    pub(crate) fn longest_shortest_path(&self) -> u32 {
+        let n = self.states.len();
+        let mut into: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (s, state) in self.states.iter().enumerate() {
+            for &(label, target) in &state.edges {
+                if self.labels[label as usize]
+                    .properties()
+                    .minimum_len()
+                    .is_some()
+                {
+                    into[target as usize].push(s as u32);
+                }
+            }
+        }
+        let mut distance = vec![u32::MAX; n];
+        let mut queue: std::collections::VecDeque<u32> = (0..n as u32)
+            .filter(|&s| self.states[s as usize].accepting)
+            .collect();
+        queue.iter().for_each(|&s| distance[s as usize] = 0);
+        while let Some(s) = queue.pop_front() {
+            for &p in &into[s as usize] {
+                if distance[p as usize] == u32::MAX {
+                    distance[p as usize] = distance[s as usize] + 1;
+                    queue.push_back(p);
+                }
+            }
+        }
+        distance
+            .into_iter()
+            .filter(|&d| d != u32::MAX)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether a path from the start of at least `at_least` edges, within the bounds, reads
+    /// a string of the language.
+    fn bounded_path_from_start(&self, at_least: u32) -> bool {
+        let Some((min, max)) = self.edge_bounds else {
+            return false;
+        };
+        let lengths = self.path_lengths();
+        any_bit_in(&lengths[0], min.max(at_least), max)
     }
 
     /// The edge labels.
@@ -73,16 +194,26 @@ impl RegexGraph {
     /// Whether the language is empty: no accepting state is reachable through edges whose
     /// labels match something.
     pub fn matches_nothing(&self) -> bool {
+        if self.edge_bounds.is_some() {
+            return !self.bounded_path_from_start(0);
+        }
         !self.reaches_accepting(|h| h.properties().minimum_len().is_some())
     }
 
     /// Whether the empty string is in the language.
     pub fn matches_empty(&self) -> bool {
+        if let Some((min, _)) = self.edge_bounds {
+            // Every edge reads something: only the path of no edge reads nothing.
+            return min == 0 && self.states[0].accepting;
+        }
         self.reaches_accepting(|h| h.properties().minimum_len() == Some(0))
     }
 
     /// Whether the language holds only the empty string (or nothing).
     pub fn matches_only_empty(&self) -> bool {
+        if self.edge_bounds.is_some() {
+            return !self.bounded_path_from_start(1);
+        }
         !self.reaches_accepting_through(
             |h| h.properties().minimum_len().is_some(),
             |h| h.properties().maximum_len() != Some(0),
@@ -146,12 +277,14 @@ impl RegexGraph {
             crate::terminal::fingerprint(h).hash(&mut hasher);
         }
         self.states.hash(&mut hasher);
+        self.edge_bounds.hash(&mut hasher);
         hasher.finish()
     }
 
     /// Whether `self` and `other` have the same structure (see [`Self::fingerprint`]).
     pub(crate) fn same(&self, other: &RegexGraph) -> bool {
         self.states == other.states
+            && self.edge_bounds == other.edge_bounds
             && self.labels.len() == other.labels.len()
             && self
                 .labels
@@ -167,7 +300,9 @@ impl RegexGraph {
 
     /// The graph as one NFA: a state per graph state (the alternatives of its edges, and a
     /// match when accepting), and per edge a copy of its label's NFA, compiled once by
-    /// `compiler`, whose match continues at the edge's target.
+    /// `compiler`, whose match continues at the edge's target. With edge bounds, it continues
+    /// through a marker first, a capture state whose group index is the target: a lexer
+    /// counts an edge whenever its ε-moves pass one (the label NFAs have no captures).
     pub(crate) fn build_nfa(
         &self,
         compiler: &thompson::Compiler,
@@ -188,9 +323,19 @@ impl RegexGraph {
             .iter()
             .map(|_| b.add_union(Vec::new()).map_err(Box::new))
             .collect::<Result<_, _>>()?;
+        let arrivals: Vec<StateID> = if self.edge_bounds.is_some() {
+            (0..self.states.len() as u32)
+                .map(|s| {
+                    b.add_capture_start(entries[s as usize], s, None)
+                        .map_err(Box::new)
+                })
+                .collect::<Result<_, _>>()?
+        } else {
+            entries.clone()
+        };
         for (state, &entry) in self.states.iter().zip(&entries) {
             for &(label, target) in &state.edges {
-                let start = copy_nfa(&mut b, &compiled[label as usize], entries[target as usize])?;
+                let start = copy_nfa(&mut b, &compiled[label as usize], arrivals[target as usize])?;
                 b.patch(entry, start)?;
             }
             if state.accepting {
@@ -200,6 +345,26 @@ impl RegexGraph {
         b.finish_pattern(entries[0])?;
         Ok(b.build(entries[0], entries[0])?)
     }
+}
+
+/// Whether `bits` has a bit set from `lo` to `hi` (inclusive; beyond its words, none).
+pub(crate) fn any_bit_in(bits: &[u64], lo: u32, hi: u32) -> bool {
+    let hi = (hi as usize).min(bits.len() * 64 - 1);
+    let mut at = lo as usize;
+    while at <= hi {
+        let (word, bit) = (at / 64, at % 64);
+        let span = (hi - at + 1).min(64 - bit);
+        let mask = if span == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << span) - 1) << bit
+        };
+        if bits[word] & mask != 0 {
+            return true;
+        }
+        at += span;
+    }
+    false
 }
 
 /// Adds to `b` the states of `nfa` its anchored start reaches, with its matches continuing
@@ -371,6 +536,73 @@ mod tests {
         // An accepting state that only a dead end leads away from.
         let dead_end = graph(vec![state(&[(0, 1)], false), state(&[(0, 1)], false)]);
         assert!(dead_end.matches_nothing());
+    }
+
+    #[test]
+    fn edge_bounds_limit_the_paths_a_graph_matches_by() {
+        // `a+` within 2 to 3 edges.
+        let plus = || graph(vec![state(&[(0, 1)], false), state(&[(0, 1)], true)]);
+        let labels = || vec![Hir::literal(*b"a")];
+        let bounded = |min, max| {
+            RegexGraph::new(labels(), plus().states)
+                .and_then(|g| g.with_edge_bounds(min, max))
+                .expect("valid bounds")
+        };
+        let two_three = bounded(2, 3);
+        assert!(!two_three.matches_nothing() && !two_three.matches_empty());
+        let lengths = two_three.path_lengths();
+        assert_eq!(lengths[0][0], 0b1110, "from the start: 1, 2 or 3 edges");
+        assert_eq!(lengths[1][0], 0b1111, "after an `a`: 0 to 3 more");
+        // No path of `a+` has no edge; none of `a` then `b` has more than two.
+        assert!(bounded(0, 0).matches_nothing());
+        let ab = RegexGraph::new(
+            vec![Hir::literal(*b"a"), Hir::literal(*b"b")],
+            vec![
+                state(&[(0, 1)], false),
+                state(&[(1, 2)], false),
+                state(&[], true),
+            ],
+        )
+        .expect("valid");
+        assert!(ab
+            .clone()
+            .with_edge_bounds(3, 5)
+            .expect("valid")
+            .matches_nothing());
+        assert!(!ab.with_edge_bounds(2, 2).expect("valid").matches_nothing());
+        // The empty string: only the path of no edge.
+        let star = RegexGraph::new(labels(), vec![state(&[(0, 0)], true)]).expect("valid");
+        assert!(star
+            .clone()
+            .with_edge_bounds(0, 4)
+            .expect("valid")
+            .matches_empty());
+        assert!(!star
+            .clone()
+            .with_edge_bounds(1, 4)
+            .expect("valid")
+            .matches_empty());
+        assert!(star
+            .with_edge_bounds(0, 0)
+            .expect("valid")
+            .matches_only_empty());
+    }
+
+    #[test]
+    fn edge_bounds_need_labels_that_read_something() {
+        let star = || RegexGraph::new(vec![Hir::literal(*b"a")], vec![state(&[(0, 0)], true)]);
+        assert!(star().and_then(|g| g.with_edge_bounds(3, 2)).is_err());
+        assert!(star()
+            .and_then(|g| g.with_edge_bounds(0, MAX_EDGE_BOUND + 1))
+            .is_err());
+        let empty_label = RegexGraph::new(vec![Hir::empty()], vec![state(&[(0, 0)], true)]);
+        let err = empty_label
+            .and_then(|g| g.with_edge_bounds(0, 4))
+            .expect_err("an empty label counts nothing");
+        assert!(
+            err.to_string().contains("matches the empty string"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -9,6 +9,6 @@ pub use builder::{Grammar, GrammarBuilder};
 pub use expr::{
     special_token_bytes, Expr, RuleId, Unordered, UnorderedMember, SPECIAL_TOKEN_MARKER,
 };
-pub(crate) use graph::Terminal;
-pub use graph::{GraphState, RegexGraph};
+pub(crate) use graph::{any_bit_in, Terminal};
+pub use graph::{GraphState, RegexGraph, MAX_EDGE_BOUND};
 pub(crate) use lower::{lower, Cfg, Family, Sym};

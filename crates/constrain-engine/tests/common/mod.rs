@@ -301,6 +301,17 @@ pub const WORDS_MAX_LEN: usize = 10;
 /// Most words in such a body.
 pub const WORDS_MAX_COUNT: usize = 3;
 
+/// The edge labels of the words graphs, and the indices of the quote, a letter and the space.
+fn words_labels() -> (Vec<Hir>, (u32, u32, u32)) {
+    let letter = ClassBytes::new([ClassBytesRange::new(b'a', b'z')]);
+    let labels = vec![
+        Hir::literal(*b"\""),
+        Hir::class(Class::Bytes(letter)),
+        Hir::literal(*b" "),
+    ];
+    (labels, (0, 1, 2))
+}
+
 /// `{"w": "..."}` where the string holds 1 to [`WORDS_MAX_COUNT`] words of `[a-z]` joined by
 /// single spaces, at most [`WORDS_MAX_LEN`] characters: the string as a [`RegexGraph`] with a
 /// state per (length, words, inside a word), the product a pattern with a length bound makes.
@@ -308,14 +319,7 @@ pub const WORDS_MAX_COUNT: usize = 3;
 pub fn words_graph_grammar() -> Grammar {
     // States: 0 before the opening quote, 1 after it, then one per (length, words, inside a
     // word), and `closed` after the closing quote.
-    let labels = vec![
-        Hir::literal(*b"\""),
-        Hir::class(Class::Bytes(ClassBytes::new([ClassBytesRange::new(
-            b'a', b'z',
-        )]))),
-        Hir::literal(*b" "),
-    ];
-    let (quote, letter, space) = (0u32, 1u32, 2u32);
+    let (labels, (quote, letter, space)) = words_labels();
     let mut ids: FxHashMap<(usize, usize, bool), u32> = FxHashMap::default();
     let mut states = vec![
         GraphState {
@@ -354,6 +358,36 @@ pub fn words_graph_grammar() -> Grammar {
         states[at as usize].edges = edges;
     }
     let graph = RegexGraph::new(labels, states).expect("a valid graph");
+    single_rule(Expr::seq(vec![
+        lit("{\"w\": "),
+        Expr::graph(graph),
+        lit("}"),
+    ]))
+}
+
+/// [`words_graph_grammar`]'s language from the words pattern's own few states, the length
+/// bound left to the lexer as a bound on the edges a path takes (a character or a quote each).
+pub fn counted_words_graph_grammar() -> Grammar {
+    let (labels, (quote, letter, space)) = words_labels();
+    // 0 before the opening quote, 1 after it, `2 + 2 (k - 1)` inside word `k`, the state
+    // after it `+ 1` after the space that follows it, and `closed` after the closing quote.
+    let closed = 2 + 2 * WORDS_MAX_COUNT as u32;
+    let inside = |k: u32| 2 + 2 * (k - 1);
+    let mut states = vec![GraphState::default(); closed as usize + 1];
+    states[0].edges = vec![(quote, 1)];
+    states[1].edges = vec![(letter, inside(1))];
+    for k in 1..=WORDS_MAX_COUNT as u32 {
+        let mut edges = vec![(letter, inside(k)), (quote, closed)];
+        if k < WORDS_MAX_COUNT as u32 {
+            edges.push((space, inside(k) + 1));
+            states[inside(k) as usize + 1].edges = vec![(letter, inside(k + 1))];
+        }
+        states[inside(k) as usize].edges = edges;
+    }
+    states[closed as usize].accepting = true;
+    let graph = RegexGraph::new(labels, states)
+        .and_then(|g| g.with_edge_bounds(2, WORDS_MAX_LEN as u32 + 2))
+        .expect("a valid graph");
     single_rule(Expr::seq(vec![
         lit("{\"w\": "),
         Expr::graph(graph),

@@ -106,8 +106,14 @@ impl Emitter<'_, '_> {
         let s = &crate::strings::capped(s);
         let re = match string_language(s) {
             Ok(StringLanguage::Exact(re) | StringLanguage::Subset(re)) => re,
-            Ok(StringLanguage::Automaton(dfa)) => {
-                let graph = json_text::quoted_graph(&dfa, self.ctx.options.escapes)?;
+            Ok(StringLanguage::Automaton {
+                pattern,
+                min_len,
+                max_len,
+            }) => {
+                // An edge per character, and one per quote.
+                let graph = json_text::quoted_graph(&pattern, self.ctx.options.escapes)?
+                    .with_edge_bounds(min_len + 2, max_len + 2)?;
                 return Ok(Expr::graph(graph));
             }
             Err(e) => {

@@ -279,22 +279,6 @@ impl Re {
         }
     }
 
-    /// How many characters' classes the expression holds with its counted repetitions
-    /// unrolled (an unbounded one counted twice): what its automaton costs in proportion.
-    pub(crate) fn unrolled_size(&self) -> u64 {
-        match self {
-            Re::Class(_) | Re::Look(_) => 1,
-            Re::Literal(s) => s.chars().count() as u64,
-            Re::Concat(parts) | Re::Alt(parts) => parts
-                .iter()
-                .fold(0u64, |sum, p| sum.saturating_add(p.unrolled_size())),
-            Re::Repeat { re, min, max } => {
-                let copies = max.unwrap_or(min.saturating_add(1)).max(1);
-                re.unrolled_size().saturating_mul(u64::from(copies))
-            }
-        }
-    }
-
     /// Whether the expression nests deeper than `limit` (checked without deep recursion).
     pub(crate) fn depth_exceeds(&self, limit: usize) -> bool {
         let mut stack = vec![(self, 0usize)];
