@@ -37,7 +37,7 @@ pub use discard::{free_in_background, wait_for_background_frees};
 pub use error::{GrammarError, MatchError};
 pub use grammar::{
     special_token_bytes, Expr, Grammar, GrammarBuilder, GraphState, RegexGraph, RuleId, Unordered,
-    UnorderedMember, MAX_EDGE_BOUND, SPECIAL_TOKEN_MARKER,
+    UnorderedMember, MAX_EDGE_BOUND, MAX_EDGE_BOUND_WORK, SPECIAL_TOKEN_MARKER,
 };
 pub use limits::{Limits, COMPILE_TIME};
 pub use matcher::{fill_masks, Matcher};

@@ -259,3 +259,39 @@ fn the_compile_time_budget_ends_in_a_clean_error() {
     );
     assert!(try_compile(&grammar, Limits::default()).is_ok());
 }
+
+#[test]
+fn graphs_with_edge_bounds_past_their_budgets_are_errors() {
+    use constrain_engine::{GraphState, RegexGraph, MAX_EDGE_BOUND, MAX_EDGE_BOUND_WORK};
+    // A chain of `edges` edges, each reading `label`, whose paths may take up to the most
+    // edges a bound allows.
+    let chain = |label: &str, edges: u32| {
+        let states: Vec<GraphState> = (0..=edges)
+            .map(|s| GraphState {
+                edges: if s < edges {
+                    vec![(0, s + 1)]
+                } else {
+                    Vec::new()
+                },
+                accepting: s == edges,
+            })
+            .collect();
+        let label = regex_syntax::parse(label).expect("parses");
+        RegexGraph::new(vec![label], states).and_then(|g| g.with_edge_bounds(0, MAX_EDGE_BOUND))
+    };
+    // Finding the lengths of its paths would take too long: refused at once.
+    let too_long = chain("a", 2_000).expect_err("over the work budget");
+    assert!(
+        too_long
+            .to_string()
+            .contains(&MAX_EDGE_BOUND_WORK.to_string()),
+        "{too_long}"
+    );
+    // Within that budget, but with labels of 40 bytes its members (every count of every NFA
+    // state) would number past what a member id holds: refused when the NFA is built.
+    let graph = chain(&"x".repeat(40), 900).expect("within the work budget");
+    let mut b = GrammarBuilder::new();
+    let root = b.add_rule("root", Expr::graph(graph)).unwrap();
+    let err = try_compile(&b.build(root).unwrap(), Limits::default()).unwrap_err();
+    assert!(err.to_string().contains("graph with edge bounds"), "{err}");
+}

@@ -166,7 +166,12 @@ fn counted_automaton(set: &StringSet, max: u64) -> Option<StringLanguage> {
     }
     let spent = edges(&pattern);
     let left = GRAPH_EDGES_LEFT.with(Cell::get);
-    if spent > left {
+    // The graph has an edge per quote too, and the engine bounds edges times lengths.
+    let graph_edges = (spent + pattern.state_count() + 1) as u64;
+    if spent > left
+        || graph_edges.saturating_mul(u64::from(max_len) + 3)
+            > constrain_engine::MAX_EDGE_BOUND_WORK
+    {
         return None;
     }
     GRAPH_EDGES_LEFT.with(|c| c.set(left - spent));

@@ -33,6 +33,10 @@ pub struct RegexGraph {
 /// Most edges a path of a graph with edge bounds may be held to.
 pub const MAX_EDGE_BOUND: u32 = 1 << 16;
 
+/// Most edges times lengths a graph with edge bounds may have: the lengths of its paths are
+/// found one length at a time over every edge (see [`RegexGraph::path_lengths`]).
+pub const MAX_EDGE_BOUND_WORK: u64 = 1 << 26;
+
 /// One state of a [`RegexGraph`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct GraphState {
@@ -91,6 +95,13 @@ impl RegexGraph {
         {
             return Err(bad(format!(
                 "label {h} of a graph with edge bounds matches the empty string"
+            )));
+        }
+        let edges: u64 = self.states.iter().map(|s| s.edges.len() as u64).sum();
+        if edges.saturating_mul(u64::from(max) + 1) > MAX_EDGE_BOUND_WORK {
+            return Err(bad(format!(
+                "a graph of {edges} edges with paths of up to {max} edges (edges times lengths \
+                 at most {MAX_EDGE_BOUND_WORK})"
             )));
         }
         self.edge_bounds = Some((min, max));

@@ -10,5 +10,5 @@ pub use expr::{
     special_token_bytes, Expr, RuleId, Unordered, UnorderedMember, SPECIAL_TOKEN_MARKER,
 };
 pub(crate) use graph::{any_bit_in, Terminal};
-pub use graph::{GraphState, RegexGraph, MAX_EDGE_BOUND};
+pub use graph::{GraphState, RegexGraph, MAX_EDGE_BOUND, MAX_EDGE_BOUND_WORK};
 pub(crate) use lower::{lower, Cfg, Family, Sym};
