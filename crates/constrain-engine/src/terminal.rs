@@ -20,6 +20,7 @@
 
 use std::cell::OnceCell;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use regex_automata::nfa::thompson::{self, BuildError, State, WhichCaptures, NFA};
 use regex_automata::util::primitives::StateID;
@@ -54,16 +55,16 @@ struct Counter {
     /// Per NFA state: the graph state its edge leads to (`u32::MAX` for a state on no edge:
     /// a graph state's own alternatives, its marker, the match).
     target: Box<[u32]>,
-    /// Per graph state: the numbers of edges of its paths to an accepting one (see
-    /// `RegexGraph::path_lengths`).
-    lengths: Vec<Box<[u64]>>,
+    /// The graph, whose path lengths per state (`RegexGraph::path_lengths`) say which members
+    /// can still end within the bounds.
+    graph: Arc<RegexGraph>,
     /// The most edges any graph state needs to an accepting one.
     longest_shortest: u32,
 }
 
 impl Counter {
     /// The counter of graph `g` compiled as `nfa` (whose markers are its only captures).
-    fn new(g: &RegexGraph, nfa: &NFA) -> Option<Counter> {
+    fn new(g: &Arc<RegexGraph>, nfa: &NFA) -> Option<Counter> {
         let (min, max) = g.edge_bounds()?;
         let (preds, _) = predecessors(nfa, |_| true);
         let mut target = vec![u32::MAX; nfa.states().len()].into_boxed_slice();
@@ -88,7 +89,7 @@ impl Counter {
             min,
             max,
             target,
-            lengths: g.path_lengths(),
+            graph: g.clone(),
             longest_shortest: g.longest_shortest_path(),
         })
     }
@@ -106,7 +107,7 @@ impl Counter {
         };
         vertex != u32::MAX
             && any_bit_in(
-                &self.lengths[vertex as usize],
+                &self.graph.path_lengths()[vertex as usize],
                 self.min.saturating_sub(at_vertex),
                 self.max - at_vertex,
             )
@@ -133,7 +134,8 @@ impl Counter {
 
     /// Approximate memory held.
     fn bytes(&self) -> usize {
-        self.target.len() * 4 + self.lengths.iter().map(|l| l.len() * 8).sum::<usize>()
+        let lengths = self.graph.path_lengths();
+        self.target.len() * 4 + lengths.iter().map(|l| l.len() * 8).sum::<usize>()
     }
 }
 
@@ -374,7 +376,7 @@ impl Terminals {
     }
 
     /// Compiles graph `g` as piece `p`.
-    fn build_graph(&mut self, p: usize, g: &RegexGraph) -> Result<(), MatchError> {
+    fn build_graph(&mut self, p: usize, g: &Arc<RegexGraph>) -> Result<(), MatchError> {
         let built = g.build_nfa(&self.compiler, Some(self.max_terminal_nfa_bytes));
         let counter = built.as_ref().ok().and_then(|nfa| Counter::new(g, nfa));
         if let Some(c) = &counter {
@@ -522,9 +524,10 @@ impl Terminals {
             piece.closures[start.as_usize()].get_or_init(|| epsilon_closure(piece, start));
         if let Some(counter) = &piece.counter {
             // Members differ by count too: the lexer's interning removes repeats.
+            let counts = count != counter.uncounted();
             for &reached in closure.iter() {
                 let sid = reached & !PAST_EDGE;
-                if count == counter.uncounted() {
+                if !counts {
                     out.push((t, offset + count * counter.states + sid));
                     continue;
                 }

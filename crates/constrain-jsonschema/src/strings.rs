@@ -157,13 +157,8 @@ fn counted_automaton(set: &StringSet, max: u64) -> Option<StringLanguage> {
         return None;
     }
     let (first, rest) = set.langs.split_first()?;
-    let mut pattern = Dfa::from_re(first).ok()?.minimize();
-    for re in rest {
-        pattern = pattern
-            .intersect(&Dfa::from_re(re).ok()?.minimize())
-            .ok()?
-            .minimize();
-    }
+    let rest: Vec<Re> = rest.iter().map(|r| (**r).clone()).collect();
+    let pattern = dfa::intersection_automaton(first, &rest).ok()?;
     let spent = edges(&pattern);
     let left = GRAPH_EDGES_LEFT.with(Cell::get);
     // The graph has an edge per quote too, and the engine bounds edges times lengths.

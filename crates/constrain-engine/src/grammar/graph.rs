@@ -27,7 +27,17 @@ pub struct RegexGraph {
     labels: Vec<Hir>,
     states: Vec<GraphState>,
     /// Fewest and most edges a path may take (see [`RegexGraph::with_edge_bounds`]).
-    edge_bounds: Option<(u32, u32)>,
+    edge_bounds: Option<EdgeBounds>,
+}
+
+/// The bounds on the edges a graph's paths take, and what they allow from each state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct EdgeBounds {
+    min: u32,
+    max: u32,
+    /// Per state: the numbers of edges (up to `max`) of its paths to an accepting state
+    /// through labels that match something, a bit each.
+    path_lengths: Vec<Box<[u64]>>,
 }
 
 /// Most edges a path of a graph with edge bounds may be held to.
@@ -104,19 +114,33 @@ impl RegexGraph {
                  at most {MAX_EDGE_BOUND_WORK})"
             )));
         }
-        self.edge_bounds = Some((min, max));
+        let path_lengths = self.lengths_within(max);
+        self.edge_bounds = Some(EdgeBounds {
+            min,
+            max,
+            path_lengths,
+        });
         Ok(self)
     }
 
     /// The fewest and most edges a path may take, when bounded.
     pub fn edge_bounds(&self) -> Option<(u32, u32)> {
-        self.edge_bounds
+        self.edge_bounds.as_ref().map(|b| (b.min, b.max))
     }
 
     /// Per state, for a graph with edge bounds: the numbers of edges (up to the most allowed)
-    /// of its paths to an accepting state through labels that match something, a bit each.
-    pub(crate) fn path_lengths(&self) -> Vec<Box<[u64]>> {
-        let max = self.edge_bounds.map_or(0, |(_, max)| max) as usize;
+    /// of its paths to an accepting state through labels that match something, a bit each
+    /// (none without bounds).
+    pub(crate) fn path_lengths(&self) -> &[Box<[u64]>] {
+        self.edge_bounds
+            .as_ref()
+            .map_or(&[], |b| b.path_lengths.as_slice())
+    }
+
+    /// [`Self::path_lengths`] for paths of up to `max` edges: one length at a time over every
+    /// edge.
+    fn lengths_within(&self, max: u32) -> Vec<Box<[u64]>> {
+        let max = max as usize;
         let words = max / 64 + 1;
         let n = self.states.len();
         let mut lengths: Vec<Box<[u64]>> = vec![vec![0u64; words].into(); n];
@@ -185,11 +209,9 @@ impl RegexGraph {
     /// Whether a path from the start of at least `at_least` edges, within the bounds, reads
     /// a string of the language.
     fn bounded_path_from_start(&self, at_least: u32) -> bool {
-        let Some((min, max)) = self.edge_bounds else {
-            return false;
-        };
-        let lengths = self.path_lengths();
-        any_bit_in(&lengths[0], min.max(at_least), max)
+        self.edge_bounds
+            .as_ref()
+            .is_some_and(|b| any_bit_in(&b.path_lengths[0], b.min.max(at_least), b.max))
     }
 
     /// The edge labels.
@@ -213,7 +235,7 @@ impl RegexGraph {
 
     /// Whether the empty string is in the language.
     pub fn matches_empty(&self) -> bool {
-        if let Some((min, _)) = self.edge_bounds {
+        if let Some((min, _)) = self.edge_bounds() {
             // Every edge reads something: only the path of no edge reads nothing.
             return min == 0 && self.states[0].accepting;
         }
@@ -288,7 +310,7 @@ impl RegexGraph {
             crate::terminal::fingerprint(h).hash(&mut hasher);
         }
         self.states.hash(&mut hasher);
-        self.edge_bounds.hash(&mut hasher);
+        self.edge_bounds().hash(&mut hasher);
         hasher.finish()
     }
 

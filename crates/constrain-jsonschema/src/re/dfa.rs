@@ -191,7 +191,7 @@ impl Dfa {
     }
 
     /// Drops states from which no accepting state is reachable (keeps the start state).
-    pub(crate) fn trim(&self) -> Dfa {
+    fn trim(&self) -> Dfa {
         let n = self.trans.len();
         let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (s, ranges) in self.trans.iter().enumerate() {
@@ -659,11 +659,16 @@ pub(crate) fn intersect_all(res: &[Re]) -> Result<Re> {
     if rest.is_empty() && !first.has_looks() {
         return Ok(first.clone());
     }
+    intersection_automaton(first, rest)?.to_re()
+}
+
+/// The minimal automaton of the strings `first` and every one of `rest` match.
+pub(crate) fn intersection_automaton(first: &Re, rest: &[Re]) -> Result<Dfa> {
     let mut dfa = Dfa::from_re(first)?.minimize();
     for re in rest {
         dfa = dfa.intersect(&Dfa::from_re(re)?.minimize())?.minimize();
     }
-    dfa.to_re()
+    Ok(dfa)
 }
 
 /// The strings `re` does not match.
