@@ -15,6 +15,7 @@ use crate::lexer::{LexId, Lexer, LEX_DEAD};
 use crate::limits::{Deadline, Limits};
 use crate::parser::{Parser, RowId};
 use crate::text_run::MAX_RADIUS;
+use crate::transitions::TransitionTable;
 
 /// Index of an automaton state.
 pub(crate) type StateId = u32;
@@ -36,7 +37,8 @@ pub(crate) struct Automaton {
     pub parser: Parser,
     configs: Vec<Config>,
     ids: FxHashMap<Config, StateId>,
-    trans: Vec<u32>,
+    /// Per state and byte class: the next state, `UNKNOWN` until computed.
+    trans: TransitionTable,
     initial: StateId,
     max_states: usize,
     /// Per state: its text radius (`None` until asked).
@@ -58,12 +60,13 @@ impl Automaton {
             limits.max_grammar_size.saturating_mul(2),
         );
         let lexer = Lexer::new(cfg.terminals, limits, deadline)?;
+        let classes = lexer.classes();
         let mut automaton = Automaton {
             lexer,
             parser,
             configs: Vec::new(),
             ids: FxHashMap::default(),
-            trans: Vec::new(),
+            trans: TransitionTable::new(classes, UNKNOWN),
             initial: DEAD,
             max_states: limits.max_states,
             text_radius: Vec::new(),
@@ -118,13 +121,12 @@ impl Automaton {
     /// The state after a byte of class `class`.
     #[inline]
     pub(crate) fn next(&mut self, state: StateId, class: usize) -> Result<StateId, MatchError> {
-        let slot = state as usize * self.lexer.classes() + class;
-        let known = self.trans[slot];
+        let known = self.trans.get(state as usize, class);
         if known != UNKNOWN {
             return Ok(known);
         }
         let next = self.compute_next(state, class)?;
-        self.trans[slot] = next;
+        self.trans.set(state as usize, class, next);
         Ok(next)
     }
 
@@ -192,8 +194,7 @@ impl Automaton {
         let id = self.configs.len() as StateId;
         self.ids.insert(config.clone(), id);
         self.configs.push(config);
-        self.trans
-            .extend(std::iter::repeat_n(UNKNOWN, self.lexer.classes()));
+        self.trans.push_row();
         self.text_radius.push(None);
         Ok(id)
     }

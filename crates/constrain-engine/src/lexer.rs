@@ -20,6 +20,7 @@ use crate::text_run::{
     radius_by_successors, radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS,
 };
 use crate::token_index::{alphabet_of, is_string_byte, BYTE_ALPHABETS, TEXT};
+use crate::transitions::TransitionTable;
 
 /// Index of a lexer state.
 pub(crate) type LexId = u32;
@@ -46,6 +47,13 @@ const MAX_SIGNATURE_STATES: usize = 4096;
 /// exploring them all gives it the full radius, so its lexeme walk takes the short string
 /// tokens at once (see `mask`).
 const MAX_STRING_EXPLORED: usize = 128;
+
+/// Characters a counted member has left before its count matters (see
+/// `Terminals::survives_as_its_nfa_for`) under which its radius is found by following its
+/// counted states to their end rather than capped there: exact, so the last characters of a
+/// string with a `maxLength` are decided by one mask of that count (see
+/// [`Lexer::exact_string_radius`]), for at most this many more lexer states.
+const NEAR_COUNT_LIMIT: u8 = 16;
 
 /// The last transition [`Lexer::next_alike`] built: from which state, to which, and where each
 /// member stepped.
@@ -96,8 +104,8 @@ pub(crate) struct Lexer {
     /// Whether any byte can extend the lexeme (some NFA state is not a match state).
     extends: Vec<bool>,
     ids: FxHashMap<Box<[(u32, u32)]>, LexId>,
-    /// `states.len() * classes` transitions, `UNKNOWN` until computed.
-    trans: Vec<u32>,
+    /// Per state and byte class: the next state, `UNKNOWN` until computed.
+    trans: TransitionTable,
     starts: FxHashMap<Box<[u32]>, LexId>,
     max_states: usize,
     /// Per byte alphabet: the classes of its bytes.
@@ -201,6 +209,7 @@ impl Lexer {
             classes.dedup();
             classes
         });
+        let classes = class_rep.len();
         let mut lexer = Lexer {
             terminals: Terminals::new(terminals, limits, byte_class),
             byte_class,
@@ -210,7 +219,7 @@ impl Lexer {
             can_end: Vec::new(),
             extends: Vec::new(),
             ids: FxHashMap::default(),
-            trans: Vec::new(),
+            trans: TransitionTable::new(classes, UNKNOWN),
             starts: FxHashMap::default(),
             max_states: limits.max_lexer_states,
             alphabet_classes,
@@ -306,7 +315,7 @@ impl Lexer {
     /// The state after reading a byte of class `class` in `state`.
     #[inline]
     pub(crate) fn next(&mut self, state: LexId, class: usize) -> Result<LexId, MatchError> {
-        let known = self.trans[state as usize * self.class_rep.len() + class];
+        let known = self.trans.get(state as usize, class);
         if known != UNKNOWN {
             return Ok(known);
         }
@@ -354,10 +363,8 @@ impl Lexer {
     /// class.
     fn share_with_run(&mut self, state: LexId, class: usize, id: LexId) {
         let cuts = self.cuts(state);
-        let row = state as usize * self.class_rep.len();
-        for c in self.run_around(class, &cuts) {
-            self.trans[row + c] = id;
-        }
+        let run = self.run_around(class, &cuts);
+        self.trans.row_mut(state as usize)[run].fill(id);
     }
 
     /// The bytes where some member of `state` may step differently than on the byte before
@@ -396,9 +403,13 @@ impl Lexer {
             return Ok(known);
         }
         if let Some((uncounted, room)) = self.without_counts(state)? {
-            let radius = self.radius(uncounted, alphabet)?.min(room);
-            self.byte_radius[state as usize][alphabet] = Some(radius);
-            return Ok(radius);
+            let free = self.radius(uncounted, alphabet)?;
+            if free <= room || room >= NEAR_COUNT_LIMIT {
+                self.byte_radius[state as usize][alphabet] = Some(free.min(room));
+                return Ok(free.min(room));
+            }
+            // Near the most edges: the few counted states left, exactly.
+            return self.chain_radius(state, Alphabet::Bytes(alphabet));
         }
         if alphabet == TEXT {
             if let Some(radius) = self.looping_radius(state) {
@@ -418,8 +429,7 @@ impl Lexer {
         class: usize,
         memo: &mut StepMemo,
     ) -> Result<LexId, MatchError> {
-        let slot = state as usize * self.class_rep.len() + class;
-        let known = self.trans[slot];
+        let known = self.trans.get(state as usize, class);
         if known != UNKNOWN {
             return Ok(known);
         }
@@ -494,9 +504,12 @@ impl Lexer {
             return Ok(known);
         }
         if let Some((uncounted, room)) = self.without_counts(state)? {
-            let radius = self.string_radius(uncounted)?.min(room);
-            self.string_radius[state as usize] = Some(radius);
-            return Ok(radius);
+            let free = self.string_radius(uncounted)?;
+            if free <= room || room >= NEAR_COUNT_LIMIT {
+                self.string_radius[state as usize] = Some(free.min(room));
+                return Ok(free.min(room));
+            }
+            return self.chain_radius(state, Alphabet::String);
         }
         let radius = if self.free_in_strings(state) {
             MAX_RADIUS
@@ -521,6 +534,12 @@ impl Lexer {
         if radius >= MAX_RADIUS {
             return Ok(None);
         }
+        if let Some((uncounted, room)) = self.without_counts(state)? {
+            if room >= NEAR_COUNT_LIMIT && self.string_radius(uncounted)? > room {
+                // A count far from its limit: more characters can follow.
+                return Ok(None);
+            }
+        }
         let mut at = state;
         for _ in 0..radius {
             match self.after_any_symbol(at, Alphabet::String)? {
@@ -539,8 +558,8 @@ impl Lexer {
     }
 
     /// `state` with the counts of its members that count edges dropped, and how many
-    /// characters it reads as that state does (see `Terminals::reads_as_its_nfa_for`), when it
-    /// has such members. Its radii are those of that state within that room: exploring the
+    /// characters it survives as that state does (see `Terminals::survives_as_its_nfa_for`),
+    /// when it has such members. Its radii are those of that state within that room: exploring the
     /// counted states would meet new ones at every count, the uncounted ones recur.
     fn without_counts(&mut self, state: LexId) -> Result<Option<(LexId, u8)>, MatchError> {
         let members = &self.states[state as usize];
@@ -552,7 +571,7 @@ impl Lexer {
         }
         let room = members
             .iter()
-            .map(|&(t, s)| self.terminals.reads_as_its_nfa_for(t, s))
+            .map(|&(t, s)| self.terminals.survives_as_its_nfa_for(t, s))
             .min()
             .unwrap_or(0)
             .min(u32::from(MAX_RADIUS)) as u8;
@@ -1099,8 +1118,7 @@ impl Lexer {
         self.states.push(set);
         self.can_end.push(!accepts.is_empty());
         self.accepts.push(accepts.into());
-        self.trans
-            .extend(std::iter::repeat_n(UNKNOWN, self.class_rep.len()));
+        self.trans.push_row();
         Ok(id)
     }
 

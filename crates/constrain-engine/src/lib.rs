@@ -31,6 +31,7 @@ mod parser;
 mod terminal;
 mod text_run;
 mod token_index;
+mod transitions;
 
 pub use compiled::CompiledGrammar;
 pub use discard::{free_in_background, wait_for_background_frees};

@@ -60,6 +60,8 @@ struct Counter {
     graph: Arc<RegexGraph>,
     /// The most edges any graph state needs to an accepting one.
     longest_shortest: u32,
+    /// See [`RegexGraph::short_counts_only_delay_ends`].
+    short_counts_only_delay_ends: bool,
 }
 
 impl Counter {
@@ -91,6 +93,7 @@ impl Counter {
             target,
             graph: g.clone(),
             longest_shortest: g.longest_shortest_path(),
+            short_counts_only_delay_ends: g.short_counts_only_delay_ends(),
         })
     }
 
@@ -129,6 +132,18 @@ impl Counter {
             0
         } else {
             (self.max - count).saturating_sub(self.longest_shortest + 2)
+        }
+    }
+
+    /// How many more edges of string bytes a member after `count` edges survives whenever
+    /// its NFA state would, without ending where that would not: [`Self::edges_free_after`],
+    /// and short of the fewest edges too where the count only delays the end (see
+    /// [`RegexGraph::short_counts_only_delay_ends`]).
+    fn edges_alive_after(&self, count: u32) -> u32 {
+        if count < self.min && self.short_counts_only_delay_ends {
+            (self.max - count).saturating_sub(self.longest_shortest + 2)
+        } else {
+            self.edges_free_after(count)
         }
     }
 
@@ -316,11 +331,23 @@ impl Terminals {
     /// How many more edges (so, at least, bytes) member `s` of `t` reads as its NFA state
     /// does alone: all, unless `t` counts edges; then fewer near a bound (see [`Counter`]).
     pub(crate) fn reads_as_its_nfa_for(&self, t: u32, s: u32) -> u32 {
+        self.counter_of(t, s)
+            .map_or(u32::MAX, |(c, count)| c.edges_free_after(count))
+    }
+
+    /// How many more edges of string bytes member `s` of `t` survives whenever its NFA
+    /// state alone would (without ending where that would not): all, unless `t` counts
+    /// edges; then fewer near the most (see `Counter::edges_alive_after`). What radii
+    /// need, where [`Self::reads_as_its_nfa_for`] is what equal walks need.
+    pub(crate) fn survives_as_its_nfa_for(&self, t: u32, s: u32) -> u32 {
+        self.counter_of(t, s)
+            .map_or(u32::MAX, |(c, count)| c.edges_alive_after(count))
+    }
+
+    /// The counter of member `s` of `t` and its count, when `t` counts edges.
+    fn counter_of(&self, t: u32, s: u32) -> Option<(&Counter, u32)> {
         let (p, _, count) = self.locate_counted(t, s);
-        self.pieces[p]
-            .counter
-            .as_ref()
-            .map_or(u32::MAX, |c| c.edges_free_after(count))
+        self.pieces[p].counter.as_ref().map(|c| (c, count))
     }
 
     /// Member `s` of `t` with its count dropped, when `t` counts edges and `s` counts: a

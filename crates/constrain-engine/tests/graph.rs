@@ -72,11 +72,17 @@ fn accepts_exactly_the_words(graph: &Grammar) {
     }
 }
 
-/// Walks `graph` and the same language as one expression with the same random tokens,
-/// comparing every mask.
-fn masks_agree(graph: &Grammar, vocab: &Arc<Vocabulary>, walks: u64, steps: usize) -> usize {
+/// Walks `graph` and the same language as one expression, `regex`, with the same random
+/// tokens, comparing every mask.
+fn masks_agree(
+    graph: &Grammar,
+    regex: &Grammar,
+    vocab: &Arc<Vocabulary>,
+    walks: u64,
+    steps: usize,
+) -> usize {
     let graph: Arc<CompiledGrammar> = compile(graph, vocab);
-    let regex = compile(&words_regex_grammar(), vocab);
+    let regex = compile(regex, vocab);
     let width = vocab.logits_width();
     let mut checked = 0;
     for seed in 1..=walks {
@@ -126,18 +132,55 @@ fn a_graph_with_edge_bounds_has_the_masks_of_its_expression() {
 }
 
 fn has_the_masks_of_the_words(graph: &Grammar, test: &str) {
-    assert!(masks_agree(graph, &word_vocab(), 20, 30) > 40);
+    has_the_masks_of(graph, &words_regex_grammar(), 30, test);
+}
+
+/// [`masks_agree`] over the test vocabularies, the fixture tokenizer and, when present, the
+/// shared ones, in walks of up to `steps` tokens.
+fn has_the_masks_of(graph: &Grammar, regex: &Grammar, steps: usize, test: &str) {
+    // Single bytes: every trie node a leaf, so a lexeme walk decides each byte from the
+    // radii alone wherever they allow it.
+    assert!(masks_agree(graph, regex, &byte_vocab(), 20, steps) > 40);
+    assert!(masks_agree(graph, regex, &word_vocab(), 20, steps) > 40);
     let tokenizer =
         Tokenizer::from_file(constrain_testdata::fixture_tokenizer()).expect("fixture loads");
-    assert!(masks_agree(graph, tokenizer.vocabulary(), 20, 30) > 40);
+    assert!(masks_agree(graph, regex, tokenizer.vocabulary(), 20, steps) > 40);
     if constrain_testdata::require_shared_or_skip(test).is_some() {
         for name in constrain_testdata::SHARED_TOKENIZERS {
             let path = constrain_testdata::shared_tokenizer(name).expect("present");
             let tokenizer = Tokenizer::from_file(&path).expect("tokenizer loads");
             assert!(
-                masks_agree(graph, tokenizer.vocabulary(), 5, 30) > 10,
+                masks_agree(graph, regex, tokenizer.vocabulary(), 5, steps) > 10,
                 "{name}"
             );
         }
     }
+}
+
+/// A long counted string (its lexer radii come from its count: short of the fewest
+/// characters, where the count only delays the end; near the most, followed to the end)
+/// has the masks of the same string spelled out per character.
+#[test]
+fn a_long_counted_string_has_the_masks_of_its_expression() {
+    for (min, max) in [(0, 40), (24, 60), (60, 60)] {
+        has_the_masks_of(
+            &counted_string_graph_grammar(min, max, ""),
+            &counted_string_regex_grammar(min, max, ""),
+            80,
+            "a_long_counted_string_has_the_masks_of_its_expression",
+        );
+    }
+}
+
+/// Where a string character no other edge reads begins the edge into the end, short of the
+/// fewest edges the count kills what the graph alone keeps alive: radii there must not be
+/// those of the graph alone.
+#[test]
+fn a_counted_string_whose_end_begins_with_a_string_byte_has_the_masks_of_its_expression() {
+    has_the_masks_of(
+        &counted_string_graph_grammar(24, 60, "é"),
+        &counted_string_regex_grammar(24, 60, "é"),
+        80,
+        "a_counted_string_whose_end_begins_with_a_string_byte_has_the_masks_of_its_expression",
+    );
 }

@@ -104,7 +104,7 @@ pub(crate) enum StringLanguage {
     Exact(Re),
     /// Exactly, by the patterns' automaton over characters, read by paths of `min_len` to
     /// `max_len` characters (the engine counts them: see `RegexGraph::with_edge_bounds`),
-    /// where no expression fits the budgets.
+    /// where the bound is long (see [`COUNTED_FROM`]) or no expression fits the budgets.
     Automaton {
         pattern: Dfa,
         min_len: u32,
@@ -115,22 +115,38 @@ pub(crate) enum StringLanguage {
     Subset(Re),
 }
 
-/// The strings of `set` as an expression if one fits the budgets, else as their patterns'
-/// automaton, else as a subset (kept for the rest of the compilation, as [`string_re`] is).
+/// The strings of `set` as their patterns' automaton with the characters counted when its
+/// `maxLength` is [`COUNTED_FROM`] or more, else as an expression if one fits the budgets,
+/// else as that automaton, else as a subset (kept for the rest of the compilation, as
+/// [`string_re`] is).
 pub(crate) fn string_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
     remembered(&LANGUAGES, set, decide_language)
 }
 
+/// Shortest `maxLength` whose strings are their patterns' automaton with the characters
+/// counted (see [`StringLanguage::Automaton`]) rather than an expression. Spelled out, a
+/// JSON string character is some twenty NFA states, compiled anew for every character the
+/// bound allows: a `maxLength` of 1,024 is a few milliseconds of compiling where its
+/// lexeme is first read, while counted it is the NFA of one character.
+pub(crate) const COUNTED_FROM: u64 = 64;
+
 /// [`string_language`] without the cache.
 fn decide_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
+    if let Some(max) = set.max_len.filter(|&m| m >= COUNTED_FROM) {
+        if let Some(language) = counted_automaton(set, max) {
+            return Ok(language);
+        }
+    }
     match string_re(set) {
         Ok(re) => Ok(StringLanguage::Exact(re)),
         Err(e) => {
             let Some(max) = set.max_len else {
                 return Err(e);
             };
-            if let Some(language) = counted_automaton(set, max) {
-                return Ok(language);
+            if max < COUNTED_FROM {
+                if let Some(language) = counted_automaton(set, max) {
+                    return Ok(language);
+                }
             }
             let langs: Vec<Re> = set.langs.iter().map(|r| (**r).clone()).collect();
             let combined = dfa::intersect_all(&langs)?;
@@ -156,7 +172,11 @@ fn counted_automaton(set: &StringSet, max: u64) -> Option<StringLanguage> {
     if min_len > max_len {
         return None;
     }
-    let (first, rest) = set.langs.split_first()?;
+    let any = Re::any_string();
+    let (first, rest) = set
+        .langs
+        .split_first()
+        .map_or((&any, &[][..]), |(first, rest)| (&**first, rest));
     let rest: Vec<Re> = rest.iter().map(|r| (**r).clone()).collect();
     let pattern = dfa::intersection_automaton(first, &rest).ok()?;
     let spent = edges(&pattern);

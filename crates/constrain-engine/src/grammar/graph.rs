@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use regex_automata::nfa::thompson::{self, BuildError, Builder, State, NFA};
 use regex_automata::util::primitives::StateID;
-use regex_syntax::hir::Hir;
+use regex_syntax::hir::{Hir, HirKind};
 
 use crate::error::GrammarError;
 
@@ -38,6 +38,9 @@ struct EdgeBounds {
     /// Per state: the numbers of edges (up to `max`) of its paths to an accepting state
     /// through labels that match something, a bit each.
     path_lengths: Vec<Box<[u64]>>,
+    /// Whether, short of `min` edges, the bounds keep alive every path that string bytes
+    /// enter (see [`RegexGraph::short_counts_only_delay_ends`]).
+    short_counts_only_delay_ends: bool,
 }
 
 /// Most edges a path of a graph with edge bounds may be held to.
@@ -115,12 +118,36 @@ impl RegexGraph {
             )));
         }
         let path_lengths = self.lengths_within(max);
+        let open_upwards: Vec<bool> = path_lengths
+            .iter()
+            .map(|lengths| lengths_from_shortest_on(lengths, max))
+            .collect();
+        let short_counts_only_delay_ends = self.states.iter().all(|state| {
+            state.edges.iter().all(|&(label, target)| {
+                open_upwards[target as usize]
+                    || starts_outside_strings(&self.labels[label as usize])
+            })
+        });
         self.edge_bounds = Some(EdgeBounds {
             min,
             max,
             path_lengths,
+            short_counts_only_delay_ends,
         });
         Ok(self)
+    }
+
+    /// Whether a path that has read fewer than the fewest edges is kept alive by the bounds
+    /// whenever it could be without them, as long as it has room before the most, for every
+    /// run of string bytes (see `token_index::is_string_byte`) it reads: every edge such a
+    /// byte begins leads to a state whose paths to an end take any number of edges from its
+    /// fewest to the most. Short of the fewest, the count then only delays the end (the
+    /// characters of a quoted string with a `minLength`: only the closing quote, which no
+    /// string byte begins, leads to a state ending nothing longer). Lexer radii rest on it.
+    pub(crate) fn short_counts_only_delay_ends(&self) -> bool {
+        self.edge_bounds
+            .as_ref()
+            .is_some_and(|b| b.short_counts_only_delay_ends)
     }
 
     /// The fewest and most edges a path may take, when bounded.
@@ -380,6 +407,28 @@ impl RegexGraph {
     }
 }
 
+/// Whether path lengths `lengths` (one bit per length, up to `max`) hold every length from
+/// their shortest to `max`.
+fn lengths_from_shortest_on(lengths: &[u64], max: u32) -> bool {
+    let Some(word) = lengths.iter().position(|&w| w != 0) else {
+        return false;
+    };
+    let shortest = word as u32 * 64 + lengths[word].trailing_zeros();
+    (shortest..=max).all(|k| lengths[k as usize / 64] >> (k % 64) & 1 == 1)
+}
+
+/// Whether every string `label` matches begins with a byte that no JSON string character
+/// begins with (a quote, a backslash, a control byte): conservatively, only for literals.
+fn starts_outside_strings(label: &Hir) -> bool {
+    match label.kind() {
+        HirKind::Literal(bytes) => bytes
+            .0
+            .first()
+            .is_some_and(|&b| !crate::token_index::is_string_byte(b)),
+        _ => false,
+    }
+}
+
 /// Whether `bits` has a bit set from `lo` to `hi` (inclusive; beyond its words, none).
 pub(crate) fn any_bit_in(bits: &[u64], lo: u32, hi: u32) -> bool {
     let hi = (hi as usize).min(bits.len() * 64 - 1);
@@ -535,6 +584,7 @@ impl Terminal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange};
 
     fn state(edges: &[(u32, u32)], accepting: bool) -> GraphState {
         GraphState {
@@ -619,6 +669,40 @@ mod tests {
             .with_edge_bounds(0, 0)
             .expect("valid")
             .matches_only_empty());
+    }
+
+    #[test]
+    fn short_counts_only_delay_the_ends_of_strings_closed_by_a_quote() {
+        // `"` then any letters, then `"`: short of the fewest edges, a count only waits for
+        // more letters, since only the quote leads to the end.
+        let labels = || {
+            vec![
+                Hir::literal(*b"\""),
+                Hir::class(Class::Bytes(ClassBytes::new([ClassBytesRange::new(
+                    b'a', b'z',
+                )]))),
+                Hir::literal(*b"!\""),
+            ]
+        };
+        let quoted = |last: u32| {
+            RegexGraph::new(
+                labels(),
+                vec![
+                    state(&[(0, 1)], false),
+                    state(&[(1, 1), (last, 2)], false),
+                    state(&[], true),
+                ],
+            )
+            .and_then(|g| g.with_edge_bounds(10, 40))
+            .expect("a valid graph")
+        };
+        assert!(quoted(0).short_counts_only_delay_ends());
+        // Ended by `!"`: short of the fewest edges, `!` leads to a state that ends only
+        // one edge later, too early; the count kills what the graph alone keeps.
+        assert!(!quoted(2).short_counts_only_delay_ends());
+        // Without edge bounds, there is no count.
+        let unbounded = RegexGraph::new(labels(), vec![state(&[(1, 0)], true)]).expect("valid");
+        assert!(!unbounded.short_counts_only_delay_ends());
     }
 
     #[test]

@@ -424,3 +424,54 @@ pub fn words_regex_grammar() -> Grammar {
         lit("}"),
     ]))
 }
+
+/// `{"s": "..."}` where the string holds `min` to `max` printable ASCII characters (no quote
+/// or backslash), ending in `ending` (a literal the count takes as one character), as a graph
+/// of three states whose length bound is left to the lexer: a long counted body, short of
+/// its fewest characters, near its most, and far from both.
+pub fn counted_string_graph_grammar(min: u32, max: u32, ending: &str) -> Grammar {
+    let text = ClassBytes::new([
+        ClassBytesRange::new(b' ', b'!'),
+        ClassBytesRange::new(b'#', b'['),
+        ClassBytesRange::new(b']', b'~'),
+    ]);
+    let labels = vec![
+        Hir::literal(*b"\""),
+        Hir::class(Class::Bytes(text)),
+        Hir::literal(format!("{ending}\"").into_bytes()),
+    ];
+    let states = vec![
+        GraphState {
+            edges: vec![(0, 1)],
+            accepting: false,
+        },
+        GraphState {
+            edges: vec![(1, 1), (2, 2)],
+            accepting: false,
+        },
+        GraphState {
+            edges: Vec::new(),
+            accepting: true,
+        },
+    ];
+    let graph = RegexGraph::new(labels, states)
+        .and_then(|g| g.with_edge_bounds(min + 2, max + 2))
+        .expect("a valid graph");
+    single_rule(Expr::seq(vec![
+        lit("{\"s\": "),
+        Expr::graph(graph),
+        lit("}"),
+    ]))
+}
+
+/// [`counted_string_graph_grammar`]'s language as one regular expression.
+pub fn counted_string_regex_grammar(min: u32, max: u32, ending: &str) -> Grammar {
+    single_rule(Expr::seq(vec![
+        lit("{\"s\": "),
+        re(&format!(
+            "\"[ !#-\\[\\]-~]{{{min},{max}}}{}\"",
+            regex_syntax::escape(ending)
+        )),
+        lit("}"),
+    ]))
+}
