@@ -290,6 +290,59 @@ fn strings() {
     );
 }
 
+/// A `maxLength` of 64 or more is its characters counted by the engine, from the first
+/// character to the last, in any script and with escapes.
+#[test]
+fn long_length_bounds_are_exact() {
+    let text = |n: usize| "é".repeat(n / 2) + &"a".repeat(n - n / 2);
+    check(
+        json!({"type": "string", "minLength": 70, "maxLength": 100}),
+        &[
+            json!(text(70)),
+            json!(text(100)),
+            json!(format!("\"\\\n{}", text(97))),
+            json!("😀".repeat(100)),
+        ],
+        &[json!(text(69)), json!(text(101)), json!("😀".repeat(101))],
+    );
+    check(
+        json!({"type": "string", "maxLength": 64}),
+        &[json!(""), json!(text(64))],
+        &[json!(text(65))],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 3, "maxLength": 80}),
+        &[json!("abc"), json!("z".repeat(80))],
+        &[json!("ab"), json!("z".repeat(81)), json!("abc1")],
+    );
+}
+
+/// Keys of unanchored `patternProperties`: each region of keys (one pattern's and not
+/// another's) stays exact, whether it is one expression or its automaton.
+#[test]
+fn keys_of_unanchored_pattern_properties() {
+    check(
+        json!({"patternProperties": {"after_[cu]": {"type": "array"}}}),
+        &[json!({"x_after_c1": [], "plain": 3, "after_u": []})],
+        &[json!({"after_u": 3}), json!({"1after_cafter_x": "s"})],
+    );
+    check(
+        json!({"patternProperties": {
+            "hipchat": {"type": "integer"},
+            "github": {"type": "string"},
+            ".*": {"type": ["integer", "string"]}
+        }}),
+        &[json!({"my-hipchat-1": 1, "xgithubx": "s", "other": 2, "hipcha": "t", "gitub": 3})],
+        &[
+            json!({"hipchat": "s"}),
+            json!({"a github": 1}),
+            json!({"zz": null}),
+            json!({"hipchat-github": 1}),
+            json!({"githubhipchat": "s"}),
+        ],
+    );
+}
+
 /// Strings of words: 1 to `max_words` words of 1 to `max_word` characters (ASCII letters,
 /// `é`, `😀`, a quote, a backslash), joined by runs of 1 to 2 ASCII spaces, tabs or newlines,
 /// sometimes with a leading or trailing run.
