@@ -408,8 +408,9 @@ impl Lexer {
                 self.byte_radius[state as usize][alphabet] = Some(free.min(room));
                 return Ok(free.min(room));
             }
-            // Near the most edges: the few counted states left, exactly.
-            return self.chain_radius(state, Alphabet::Bytes(alphabet));
+            // Near the most edges: the few counted states left, exactly where they form a
+            // chain.
+            return self.chain_radius_or(state, Alphabet::Bytes(alphabet), Some(free.min(room)));
         }
         if alphabet == TEXT {
             if let Some(radius) = self.looping_radius(state) {
@@ -509,7 +510,7 @@ impl Lexer {
                 self.string_radius[state as usize] = Some(free.min(room));
                 return Ok(free.min(room));
             }
-            return self.chain_radius(state, Alphabet::String);
+            return self.chain_radius_or(state, Alphabet::String, Some(free.min(room)));
         }
         let radius = if self.free_in_strings(state) {
             MAX_RADIUS
@@ -624,6 +625,19 @@ impl Lexer {
     /// would cost one per state and depth. Where symbols lead apart (the keys of an object),
     /// a little breadth-first exploration decides.
     fn chain_radius(&mut self, state: LexId, alphabet: Alphabet) -> Result<u8, MatchError> {
+        self.chain_radius_or(state, alphabet, None)
+    }
+
+    /// [`Self::chain_radius`], except that where symbols lead apart, `state` gets `apart`
+    /// when given, without exploring: near the most edges of a counted pattern whose
+    /// characters lead apart, an exploration at every count would build lexer states by the
+    /// thousand (a pattern's automaton times the counts left times its spellings).
+    fn chain_radius_or(
+        &mut self,
+        state: LexId,
+        alphabet: Alphabet,
+        apart: Option<u8>,
+    ) -> Result<u8, MatchError> {
         if self.largest_group(state) > LARGE_SET {
             *self.cached_radius(state, alphabet) = Some(0);
             return Ok(0);
@@ -646,7 +660,13 @@ impl Lexer {
                     }
                     chain.push(next);
                 }
-                AfterSymbol::Various => break self.explored_radius(at, alphabet)?,
+                AfterSymbol::Various => match apart {
+                    Some(radius) => {
+                        *self.cached_radius(state, alphabet) = Some(radius);
+                        return Ok(radius);
+                    }
+                    None => break self.explored_radius(at, alphabet)?,
+                },
             }
         };
         let mut radius = last;
