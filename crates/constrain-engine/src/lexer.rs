@@ -560,8 +560,9 @@ impl Lexer {
 
     /// `state` with the counts of its members that count edges dropped, and how many
     /// characters it survives as that state does (see `Terminals::survives_as_its_nfa_for`),
-    /// when it has such members. Its radii are those of that state within that room: exploring the
-    /// counted states would meet new ones at every count, the uncounted ones recur.
+    /// when it has such members. Its radii are those of that state within that room:
+    /// exploring the counted states would meet new ones at every count, the uncounted ones
+    /// recur.
     fn without_counts(&mut self, state: LexId) -> Result<Option<(LexId, u8)>, MatchError> {
         let members = &self.states[state as usize];
         if !members
