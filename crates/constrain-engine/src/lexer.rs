@@ -55,6 +55,13 @@ const MAX_STRING_EXPLORED: usize = 128;
 /// [`Lexer::exact_string_radius`]), for at most this many more lexer states.
 const NEAR_COUNT_LIMIT: u8 = 16;
 
+/// Whether a counted state's radius, capped at `room` where its uncounted state's is `free`,
+/// is a cap farther from the count's limit than [`NEAR_COUNT_LIMIT`]: more characters may
+/// follow, and the radius is not followed to the limit.
+fn capped_far_from_limit(free: u8, room: u8) -> bool {
+    free > room && room >= NEAR_COUNT_LIMIT
+}
+
 /// The last transition [`Lexer::next_alike`] built: from which state, to which, and where each
 /// member stepped.
 #[derive(Default)]
@@ -402,15 +409,8 @@ impl Lexer {
         if let Some(known) = self.byte_radius[state as usize][alphabet] {
             return Ok(known);
         }
-        if let Some((uncounted, room)) = self.without_counts(state)? {
-            let free = self.radius(uncounted, alphabet)?;
-            if free <= room || room >= NEAR_COUNT_LIMIT {
-                self.byte_radius[state as usize][alphabet] = Some(free.min(room));
-                return Ok(free.min(room));
-            }
-            // Near the most edges: the few counted states left, exactly where they form a
-            // chain.
-            return self.chain_radius_or(state, Alphabet::Bytes(alphabet), Some(free.min(room)));
+        if let Some(radius) = self.counted_radius(state, Alphabet::Bytes(alphabet))? {
+            return Ok(radius);
         }
         if alphabet == TEXT {
             if let Some(radius) = self.looping_radius(state) {
@@ -504,13 +504,8 @@ impl Lexer {
         if let Some(known) = self.string_radius[state as usize] {
             return Ok(known);
         }
-        if let Some((uncounted, room)) = self.without_counts(state)? {
-            let free = self.string_radius(uncounted)?;
-            if free <= room || room >= NEAR_COUNT_LIMIT {
-                self.string_radius[state as usize] = Some(free.min(room));
-                return Ok(free.min(room));
-            }
-            return self.chain_radius_or(state, Alphabet::String, Some(free.min(room)));
+        if let Some(radius) = self.counted_radius(state, Alphabet::String)? {
+            return Ok(radius);
         }
         let radius = if self.free_in_strings(state) {
             MAX_RADIUS
@@ -535,9 +530,9 @@ impl Lexer {
         if radius >= MAX_RADIUS {
             return Ok(None);
         }
-        if let Some((uncounted, room)) = self.without_counts(state)? {
-            if room >= NEAR_COUNT_LIMIT && self.string_radius(uncounted)? > room {
-                // A count far from its limit: more characters can follow.
+        if let Some((free, room)) = self.uncounted_radius(state, Alphabet::String)? {
+            if capped_far_from_limit(free, room) {
+                // More characters can follow.
                 return Ok(None);
             }
         }
@@ -556,6 +551,44 @@ impl Lexer {
             }
         }
         Ok(Some(radius))
+    }
+
+    /// The radius over `alphabet` of a state with members that count edges (`None` for
+    /// others): that of the same state without counts, within the room its counts leave;
+    /// within [`NEAR_COUNT_LIMIT`] of their limit, that of the few counted states left,
+    /// followed to their end where they form a chain.
+    fn counted_radius(
+        &mut self,
+        state: LexId,
+        alphabet: Alphabet,
+    ) -> Result<Option<u8>, MatchError> {
+        let Some((free, room)) = self.uncounted_radius(state, alphabet)? else {
+            return Ok(None);
+        };
+        let capped = free.min(room);
+        if free <= room || capped_far_from_limit(free, room) {
+            *self.cached_radius(state, alphabet) = Some(capped);
+            return Ok(Some(capped));
+        }
+        self.chain_radius_or(state, alphabet, Some(capped))
+            .map(Some)
+    }
+
+    /// For a state with members that count edges: the radius over `alphabet` of the same
+    /// state without counts, and the room its counts leave (see [`Self::without_counts`]).
+    fn uncounted_radius(
+        &mut self,
+        state: LexId,
+        alphabet: Alphabet,
+    ) -> Result<Option<(u8, u8)>, MatchError> {
+        let Some((uncounted, room)) = self.without_counts(state)? else {
+            return Ok(None);
+        };
+        let free = match alphabet {
+            Alphabet::Bytes(a) => self.radius(uncounted, a)?,
+            Alphabet::String => self.string_radius(uncounted)?,
+        };
+        Ok(Some((free, room)))
     }
 
     /// `state` with the counts of its members that count edges dropped, and how many

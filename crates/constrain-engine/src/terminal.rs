@@ -60,8 +60,6 @@ struct Counter {
     graph: Arc<RegexGraph>,
     /// The most edges any graph state needs to an accepting one.
     longest_shortest: u32,
-    /// See [`RegexGraph::short_counts_only_delay_ends`].
-    short_counts_only_delay_ends: bool,
 }
 
 impl Counter {
@@ -93,7 +91,6 @@ impl Counter {
             target,
             graph: g.clone(),
             longest_shortest: g.longest_shortest_path(),
-            short_counts_only_delay_ends: g.short_counts_only_delay_ends(),
         })
     }
 
@@ -140,7 +137,7 @@ impl Counter {
     /// and short of the fewest edges too where the count only delays the end (see
     /// [`RegexGraph::short_counts_only_delay_ends`]).
     fn edges_alive_after(&self, count: u32) -> u32 {
-        if count < self.min && self.short_counts_only_delay_ends {
+        if count < self.min && self.graph.short_counts_only_delay_ends() {
             (self.max - count).saturating_sub(self.longest_shortest + 2)
         } else {
             self.edges_free_after(count)

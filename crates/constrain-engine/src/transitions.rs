@@ -44,32 +44,41 @@ impl TransitionTable {
         self.rows += 1;
     }
 
-    /// Entry `column` of row `row`.
+    /// Where row `row` starts in its page.
+    #[inline]
+    fn offset(&self, row: usize) -> usize {
+        debug_assert!(row < self.rows);
+        (row & ((1 << self.shift) - 1)) * self.width
+    }
+
+    /// Entry `column` of row `row` (read for every byte a walk steps: one index into one
+    /// page).
     #[inline]
     pub(crate) fn get(&self, row: usize, column: usize) -> u32 {
-        self.row(row)[column]
+        debug_assert!(column < self.width);
+        self.pages[row >> self.shift][self.offset(row) + column]
     }
 
     /// Row `row`.
-    #[inline]
-    pub(crate) fn row(&self, row: usize) -> &[u32] {
-        debug_assert!(row < self.rows);
-        let start = (row & ((1 << self.shift) - 1)) * self.width;
+    #[cfg(test)]
+    fn row(&self, row: usize) -> &[u32] {
+        let start = self.offset(row);
         &self.pages[row >> self.shift][start..start + self.width]
     }
 
     /// Row `row`, to set its entries.
     #[inline]
     pub(crate) fn row_mut(&mut self, row: usize) -> &mut [u32] {
-        debug_assert!(row < self.rows);
-        let start = (row & ((1 << self.shift) - 1)) * self.width;
+        let start = self.offset(row);
         &mut self.pages[row >> self.shift][start..start + self.width]
     }
 
     /// Sets entry `column` of row `row`.
     #[inline]
     pub(crate) fn set(&mut self, row: usize, column: usize, value: u32) {
-        self.row_mut(row)[column] = value;
+        debug_assert!(column < self.width);
+        let at = self.offset(row) + column;
+        self.pages[row >> self.shift][at] = value;
     }
 }
 
