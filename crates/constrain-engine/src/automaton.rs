@@ -6,11 +6,11 @@
 //! that could end keeps going too, so the language is exactly the grammar's. Because rows and
 //! lexer states are interned, so are these states, and every transition is computed once.
 
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::Cfg;
+use crate::interner::IdsByHash;
 use crate::lexer::{LexId, Lexer, LEX_DEAD};
 use crate::limits::{Deadline, Limits};
 use crate::parser::{Parser, RowId};
@@ -36,7 +36,7 @@ pub(crate) struct Automaton {
     pub lexer: Lexer,
     pub parser: Parser,
     configs: Vec<Config>,
-    ids: FxHashMap<Config, StateId>,
+    ids: IdsByHash,
     /// Per state and byte class: the next state, `UNKNOWN` until computed.
     trans: TransitionTable,
     initial: StateId,
@@ -65,7 +65,7 @@ impl Automaton {
             lexer,
             parser,
             configs: Vec::new(),
-            ids: FxHashMap::default(),
+            ids: IdsByHash::default(),
             trans: TransitionTable::new(classes, UNKNOWN),
             initial: DEAD,
             max_states: limits.max_states,
@@ -182,7 +182,11 @@ impl Automaton {
     }
 
     fn intern(&mut self, config: Config) -> Result<StateId, MatchError> {
-        if let Some(&id) = self.ids.get(&config) {
+        let hash = IdsByHash::hash_of(&config);
+        if let Some(id) = self
+            .ids
+            .find(hash, |id| self.configs[id as usize] == config)
+        {
             return Ok(id);
         }
         if self.configs.len() >= self.max_states {
@@ -192,7 +196,7 @@ impl Automaton {
             });
         }
         let id = self.configs.len() as StateId;
-        self.ids.insert(config.clone(), id);
+        self.ids.insert(hash, id);
         self.configs.push(config);
         self.trans.push_row();
         self.text_radius.push(None);

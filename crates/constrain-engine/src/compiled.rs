@@ -12,8 +12,10 @@ use crate::error::{GrammarError, MatchError};
 use crate::grammar::{lower, Grammar};
 use crate::lexer::LexId;
 use crate::limits::{Deadline, Limits};
-use crate::mask::{lexeme_mask, state_mask_from_lexeme, walk_subtree, BoundaryCache, LexemeMask};
-use crate::token_index::TokenIndex;
+use crate::mask::{
+    lexeme_mask, state_mask_from_lexeme, walk_subtree, BoundaryCache, Inside, LexemeMask,
+};
+use crate::token_index::{Signature, TokenIndex};
 
 /// A grammar compiled for one vocabulary. `Send + Sync`: share it behind an [`Arc`] between
 /// any number of [`Matcher`](crate::Matcher)s; what one of them computes, all reuse.
@@ -161,8 +163,8 @@ impl CompiledGrammar {
         let mask: Arc<[u32]> = if state == DEAD {
             vec![0u32; self.mask_words()].into()
         } else if let Some(lex) = lazy.automaton.single_scan(state) {
-            let lexeme = self.lexeme_mask(lazy, lex)?;
-            let mut mask: Arc<[u32]> = Arc::from(&lexeme.inside[..]);
+            let lexeme = self.lexeme_mask(lazy, lex, Sharing::BySignature)?;
+            let mut mask = lexeme.inside.to_shared_mask(self.mask_words());
             let words = Arc::get_mut(&mut mask).expect("a new Arc is not shared");
             state_mask_from_lexeme(
                 &mut lazy.automaton,
@@ -189,9 +191,14 @@ impl CompiledGrammar {
     }
 
     /// The lexeme walk from `lex`: from this grammar's cache (by lexer state, then by its
-    /// identity), from another grammar's through the token index (by signature), or computed
-    /// now.
-    fn lexeme_mask(&self, lazy: &mut Lazy, lex: LexId) -> Result<Arc<LexemeMask>, MatchError> {
+    /// identity), from another grammar's through the token index (by signature, unless
+    /// `sharing` says otherwise), or computed now.
+    fn lexeme_mask(
+        &self,
+        lazy: &mut Lazy,
+        lex: LexId,
+        sharing: Sharing,
+    ) -> Result<Arc<LexemeMask>, MatchError> {
         if let Some(m) = lazy.lexeme_masks.get(&lex) {
             return Ok(m.clone());
         }
@@ -206,7 +213,7 @@ impl CompiledGrammar {
         let m = match known {
             Some(m) => m,
             None => {
-                let m = self.shared_or_walked(lazy, lex)?;
+                let m = self.shared_or_walked(lazy, lex, sharing)?;
                 lazy.lexeme_mask_bytes += m.bytes();
                 if let Some(id) = identity {
                     lazy.lexeme_mask_bytes += id.len() * 4;
@@ -229,31 +236,43 @@ impl CompiledGrammar {
     /// signature), or computed now and shared. A state of members of several terminals (an
     /// object's key position) is computed as the union of its parts' (see
     /// [`Lexer::parts_by_terminal`]); one of many terminals (a large object's keys, which
-    /// other grammars seldom share) is not looked up by signature.
+    /// other grammars seldom share) is looked up by signature neither as a whole nor by part:
+    /// a signature costs a few microseconds, and hundreds of them a millisecond.
     ///
     /// [`Lexer::parts_by_terminal`]: crate::lexer::Lexer::parts_by_terminal
-    fn shared_or_walked(&self, lazy: &mut Lazy, lex: LexId) -> Result<Arc<LexemeMask>, MatchError> {
-        let parts = lazy
-            .automaton
-            .lexer
-            .parts_by_terminal(lex, MIN_TERMINALS_TO_SPLIT)?;
-        if parts.len() > MAX_SHARED_PARTS {
-            return self.union_of_parts(lazy, &parts);
-        }
-        let signature = lazy
-            .automaton
-            .lexer
-            .signature(lex, self.index.longest_token());
+    fn shared_or_walked(
+        &self,
+        lazy: &mut Lazy,
+        lex: LexId,
+        sharing: Sharing,
+    ) -> Result<Arc<LexemeMask>, MatchError> {
+        let sharing = if lazy.automaton.lexer.terminals_in(lex) > MAX_SHARED_PARTS {
+            Sharing::WithinGrammar
+        } else {
+            sharing
+        };
+        let signature = match sharing {
+            Sharing::BySignature => lazy
+                .automaton
+                .lexer
+                .signature(lex, self.index.longest_token())
+                .map(Signature::new),
+            Sharing::WithinGrammar => None,
+        };
         if let Some(m) = signature
-            .as_deref()
+            .as_ref()
             .and_then(|sig| self.index.shared_lexeme_mask(sig))
         {
             return Ok(m);
         }
+        let parts = lazy
+            .automaton
+            .lexer
+            .parts_by_terminal(lex, MIN_TERMINALS_TO_SPLIT)?;
         let m = if parts.is_empty() {
             Arc::new(lexeme_mask(&mut lazy.automaton, &self.index, lex)?)
         } else {
-            self.union_of_parts(lazy, &parts)?
+            self.union_of_parts(lazy, &parts, sharing)?
         };
         if let Some(sig) = signature {
             self.index.share_lexeme_mask(sig, m.clone());
@@ -262,25 +281,27 @@ impl CompiledGrammar {
     }
 
     /// The lexeme walk of a lexer state as the union of those of its `parts` (each cached as
-    /// any lexer state's): the tokens inside any part, and every part's boundaries.
+    /// any lexer state's, and shared as `sharing` says): the tokens inside any part, and
+    /// every part's boundaries.
     fn union_of_parts(
         &self,
         lazy: &mut Lazy,
         parts: &[LexId],
+        sharing: Sharing,
     ) -> Result<Arc<LexemeMask>, MatchError> {
         let mut inside = vec![0u32; self.mask_words()].into_boxed_slice();
         let mut boundaries: Vec<(u32, Box<[u8]>)> = Vec::new();
         for &part in parts {
-            let m = self.lexeme_mask(lazy, part)?;
-            inside
-                .iter_mut()
-                .zip(m.inside.iter())
-                .for_each(|(a, b)| *a |= b);
+            let m = self.lexeme_mask(lazy, part, sharing)?;
+            m.inside.add_to(&mut inside);
             boundaries.extend(m.boundaries.iter().cloned());
         }
         boundaries.sort_unstable_by_key(|&(node, _)| node);
         boundaries.dedup_by_key(|&mut (node, _)| node);
-        Ok(Arc::new(LexemeMask { inside, boundaries }))
+        Ok(Arc::new(LexemeMask {
+            inside: Inside::from_mask(inside),
+            boundaries,
+        }))
     }
 
     /// Sizes of the lazily built automaton: (states, parser rows, lexer states).
@@ -289,14 +310,22 @@ impl CompiledGrammar {
     }
 }
 
+/// Whether a lexeme walk is looked up among, and given to, other grammars' (by signature, see
+/// `Lexer::signature`), or kept within this grammar's caches.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sharing {
+    BySignature,
+    WithinGrammar,
+}
+
 /// Terminals a lexer state needs for its lexeme walk to be the union of its parts' (see
 /// [`Lexer::parts_by_terminal`](crate::lexer::Lexer::parts_by_terminal)). The parts recur in
 /// many states (the members of an object that may come next, whichever came before), but each
 /// costs a walk and a pass over the mask: with few terminals, one walk of the state costs less.
 const MIN_TERMINALS_TO_SPLIT: usize = 4;
 
-/// Most terminals of a lexer state whose lexeme walk is looked up by signature among other
-/// grammars' (see `CompiledGrammar::shared_or_walked`).
+/// Most terminals of a lexer state whose lexeme walk, and those of its parts, are looked up
+/// by signature among other grammars' (see `CompiledGrammar::shared_or_walked`).
 const MAX_SHARED_PARTS: usize = 8;
 
 impl std::fmt::Debug for CompiledGrammar {

@@ -6,6 +6,8 @@
 //! a non-empty lexer state always has a completion. The byte classes, which every terminal must
 //! agree with from the start, come from the regular expressions themselves.
 
+use std::sync::Arc;
+
 use regex_automata::nfa::thompson::State;
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Class, Hir, HirKind};
@@ -14,13 +16,18 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::Terminal;
+use crate::interner::IdsByHash;
 use crate::limits::{Deadline, Limits};
 use crate::terminal::{ByteSet, Terminals};
 use crate::text_run::{
     radius_by_successors, radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS,
 };
-use crate::token_index::{alphabet_of, is_string_byte, BYTE_ALPHABETS, TEXT};
+use crate::token_index::{alphabet_of, BYTE_ALPHABETS, TEXT};
 use crate::transitions::TransitionTable;
+
+/// NFA states `(terminal, state)` that live through string characters together (see
+/// [`Lexer::surviving_group`]), sorted.
+type Group = Arc<[(u32, u32)]>;
 
 /// Index of a lexer state.
 pub(crate) type LexId = u32;
@@ -36,6 +43,10 @@ const UNKNOWN: u32 = u32::MAX;
 /// a `maxLength` makes sets of hundreds of states of one terminal). The key position of an
 /// object has many terminals with a few states each, and keeps its radius.
 const LARGE_SET: usize = 32;
+
+/// Printable ASCII bytes but `"` and `\`: the string characters of one byte that every JSON
+/// string may hold unescaped.
+const ASCII_STRING_BYTES: u32 = 93;
 
 /// Most NFA states one [`Lexer::signature`] describes; a lexer state whose reachable graph is
 /// larger has no signature.
@@ -110,7 +121,7 @@ pub(crate) struct Lexer {
     can_end: Vec<bool>,
     /// Whether any byte can extend the lexeme (some NFA state is not a match state).
     extends: Vec<bool>,
-    ids: FxHashMap<Box<[(u32, u32)]>, LexId>,
+    ids: IdsByHash,
     /// Per state and byte class: the next state, `UNKNOWN` until computed.
     trans: TransitionTable,
     starts: FxHashMap<Box<[u32]>, LexId>,
@@ -124,10 +135,9 @@ pub(crate) struct Lexer {
     /// Per NFA state `(terminal, state)`: whether it comes back to itself after every string
     /// character (see [`Lexer::loops_on_string_chars`]).
     loops_in_strings: FxHashMap<(u32, u32), bool>,
-    /// Per NFA state `(terminal, state)`: whether no match state is reachable from it through
-    /// bytes of string characters (see [`Lexer::match_reachable_in_strings`]); only "none"
-    /// is remembered, as it holds for every state on the way too.
-    no_match_in_strings: FxHashSet<(u32, u32)>,
+    /// Per NFA state `(terminal, state)`: the states it lives through string characters
+    /// with, if any (see [`Lexer::surviving_group`]).
+    surviving_groups: FxHashMap<(u32, u32), Option<Group>>,
     /// Per state: whether a control byte after string characters kills it (`None` until
     /// asked).
     controls_die: Vec<Option<bool>>,
@@ -225,7 +235,7 @@ impl Lexer {
             accepts: Vec::new(),
             can_end: Vec::new(),
             extends: Vec::new(),
-            ids: FxHashMap::default(),
+            ids: IdsByHash::default(),
             trans: TransitionTable::new(classes, UNKNOWN),
             starts: FxHashMap::default(),
             max_states: limits.max_lexer_states,
@@ -233,7 +243,7 @@ impl Lexer {
             byte_radius: Vec::new(),
             free_in_strings: Vec::new(),
             loops_in_strings: FxHashMap::default(),
-            no_match_in_strings: FxHashSet::default(),
+            surviving_groups: FxHashMap::default(),
             controls_die: Vec::new(),
             string_radius: Vec::new(),
             cuts: Vec::new(),
@@ -478,20 +488,22 @@ impl Lexer {
     }
 
     /// Whether any run of whole string characters (see `token_index::is_string_char`) read
-    /// from `state` keeps the lexeme alive and never lets it end: one of its NFA states comes
-    /// back to itself after every such character, and no match state is reachable through
-    /// their bytes. A lexeme walk then takes a whole subtree of such characters at once, in
-    /// any script.
+    /// from `state` keeps the lexeme alive and never lets it end: one of its NFA states, or a
+    /// group of them (see [`Self::surviving_group`]), lives through every such run, and no
+    /// match state is reachable through their bytes. A lexeme walk then takes a whole subtree
+    /// of such characters at once, in any script.
     pub(crate) fn free_in_strings(&mut self, state: LexId) -> bool {
         if let Some(known) = self.free_in_strings[state as usize] {
             return known;
         }
         let chars = self.char_classes();
         let set = self.states[state as usize].clone();
-        let free = set
-            .iter()
-            .any(|&(t, s)| self.loops_on_string_chars(t, s, &chars))
-            && !self.match_reachable_in_strings(&set);
+        let free = set.iter().any(|&(t, s)| {
+            self.loops_on_string_chars(t, s, &chars)
+                || self.surviving_group(t, s, &chars).is_some_and(|group| {
+                    group.iter().all(|member| set.binary_search(member).is_ok())
+                })
+        }) && !self.match_reachable_in_strings(&set);
         self.free_in_strings[state as usize] = Some(free);
         free
     }
@@ -858,43 +870,15 @@ impl Lexer {
     }
 
     /// Whether a match state is reachable from `set` through bytes of string characters
-    /// (any byte from 0x80 on: more paths than UTF-8 allows, which only errs towards "yes").
-    /// A search that finds none remembers every NFA state it saw: what they reach, it saw too.
+    /// (any byte from 0x80 on: more paths than UTF-8 allows, which only errs towards "yes"),
+    /// read off each member's NFA (see `Terminals::reaches_match_in_strings`).
     fn match_reachable_in_strings(&mut self, set: &[(u32, u32)]) -> bool {
-        // A terminal that counts its edges has a member per count: searching them all would
-        // cost the bound times the NFA. "Yes" is the cautious answer.
-        if set
-            .iter()
-            .any(|&(t, s)| self.terminals.uncounted(t, s).is_some())
-        {
-            return true;
-        }
-        // One byte of every class that holds a byte of a string character.
-        let mut bytes: Vec<u8> = (0..=255u8).filter(|&b| is_string_byte(b)).collect();
-        bytes.dedup_by_key(|b| self.byte_class[*b as usize]);
-        let mut seen = FxHashSet::default();
-        let mut work: Vec<(u32, u32)> = Vec::new();
-        for &e in set {
-            if !self.no_match_in_strings.contains(&e) && seen.insert(e) {
-                work.push(e);
-            }
-        }
-        let mut found = Vec::new();
-        while let Some((t, s)) = work.pop() {
-            if self.terminals.is_match(t, s) {
-                return true;
-            }
-            for &b in &bytes {
-                found.clear();
-                self.terminals.new_set();
-                self.terminals.step_and_close(t, s, b, &mut found);
-                work.extend(found.iter().filter(|&&member| {
-                    !self.no_match_in_strings.contains(&member) && seen.insert(member)
-                }));
-            }
-        }
-        self.no_match_in_strings.extend(seen);
-        false
+        // A terminal that counts its edges may reach a match its counts forbid, or not one
+        // they allow; "yes" is the cautious answer.
+        set.iter().any(|&(t, s)| {
+            self.terminals.uncounted(t, s).is_some()
+                || self.terminals.reaches_match_in_strings(t, s)
+        })
     }
 
     /// Whether a control byte (U+0000 to U+001F, which JSON strings escape) kills `state`
@@ -915,6 +899,59 @@ impl Lexer {
         die
     }
 
+    /// The NFA states around `s` of terminal `t` that live through any run of string
+    /// characters together, when there are such: the set the first printable ASCII byte `s`
+    /// reads leads it back into, from which every character leads back into a set holding
+    /// all of it or one holding a state that loops on every character (see
+    /// [`Self::loops_on_string_chars`]). A lexer state holding all of them lives through any
+    /// run too. The undeclared key of an object has such a set: a loop over the characters
+    /// its declared keys use, with the way out to any string on every other character; no one
+    /// of its states lives alone. Remembered per NFA state.
+    fn surviving_group(&mut self, t: u32, s: u32, chars: &CharClasses) -> Option<Group> {
+        if let Some(known) = self.surviving_groups.get(&(t, s)) {
+            return known.clone();
+        }
+        let group = self.surviving_group_uncached(t, s, chars);
+        self.surviving_groups.insert((t, s), group.clone());
+        group
+    }
+
+    fn surviving_group_uncached(&mut self, t: u32, s: u32, chars: &CharClasses) -> Option<Group> {
+        // Only a state reading most of ASCII is looked at (a key's letters are not). A member
+        // that counts its edges is new at every count, and runs out at its bound.
+        if self.terminals.uncounted(t, s).is_some() {
+            return None;
+        }
+        let (read, first) = self.terminals.ascii_string_bytes_read(t, s);
+        if read < ASCII_STRING_BYTES / 2 {
+            return None;
+        }
+        let byte = first?;
+        let group = self.terminals.step_set(&[(t, s)], byte);
+        if group.binary_search(&(t, s)).is_err() {
+            return None;
+        }
+        let step = |set: &Vec<(u32, u32)>, class: usize| {
+            let next = self.terminals.step_set(set, self.class_rep[class]);
+            Ok((!next.is_empty()).then_some(next))
+        };
+        let mut after: Vec<Vec<(u32, u32)>> = Vec::new();
+        let collect = |reached: &[Vec<(u32, u32)>]| {
+            after.extend(reached.iter().cloned());
+            true
+        };
+        if !through_each_char(chars, group.clone(), step, collect).unwrap_or(false) {
+            return None;
+        }
+        let survives = after.iter().all(|set| {
+            group.iter().all(|member| set.binary_search(member).is_ok())
+                || set
+                    .iter()
+                    .any(|&(tt, ss)| self.loops_on_string_chars(tt, ss, chars))
+        });
+        survives.then(|| group.into())
+    }
+
     /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
     /// (`chars`, from [`Self::char_classes`]): every NFA set a character leads to holds it.
     /// Remembered per NFA state: the same states recur in many lexer states.
@@ -923,13 +960,7 @@ impl Lexer {
             return loops;
         }
         let step = |set: &Vec<(u32, u32)>, class: usize| {
-            let mut next = Vec::new();
-            self.terminals.new_set();
-            for &(tt, ss) in set {
-                self.terminals
-                    .step_and_close(tt, ss, self.class_rep[class], &mut next);
-            }
-            next.sort_unstable();
+            let next = self.terminals.step_set(set, self.class_rep[class]);
             Ok((!next.is_empty()).then_some(next))
         };
         let holds = |sets: &[Vec<(u32, u32)>]| sets.iter().all(|set| set.contains(&(t, s)));
@@ -1116,28 +1147,66 @@ impl Lexer {
         Some(groups.concat().into())
     }
 
+    /// How many terminals `state` has members of.
+    pub(crate) fn terminals_in(&self, state: LexId) -> usize {
+        self.states[state as usize]
+            .chunk_by(|a, b| a.0 == b.0)
+            .count()
+    }
+
     /// The states holding the members of `state` of one terminal each, when it has members of
     /// at least `min_terminals` terminals (none otherwise). A member steps alone, so what a
     /// lexeme walk finds from `state` is the union of what it finds from each part; the parts
     /// of the key position of an object (one per member that may come next) recur in every
     /// state of that object whatever members came before.
+    ///
+    /// Members that survive any text byte (keys of `patternProperties` regions such as
+    /// "holds `hipchat` and not `github`") are one part together: each would read most of the
+    /// vocabulary in a walk of its own, where together they read it once. A state of only such
+    /// members is not split.
     pub(crate) fn parts_by_terminal(
         &mut self,
         state: LexId,
         min_terminals: usize,
     ) -> Result<Vec<LexId>, MatchError> {
-        let members = &self.states[state as usize];
-        if members.chunk_by(|a, b| a.0 == b.0).count() < min_terminals {
+        if self.terminals_in(state) < min_terminals {
             return Ok(Vec::new());
         }
+        let members = &self.states[state as usize];
         let groups: Vec<Vec<(u32, u32)>> = members
             .chunk_by(|a, b| a.0 == b.0)
             .map(<[(u32, u32)]>::to_vec)
             .collect();
-        groups
-            .into_iter()
-            .map(|mut group| self.intern(&mut group))
-            .collect()
+        let mut parts = Vec::with_capacity(groups.len());
+        let mut long_lived: Vec<(u32, u32)> = Vec::new();
+        for mut group in groups {
+            let part = self.intern(&mut group)?;
+            if self.lives_through_any_text_byte(part)? {
+                long_lived.extend_from_slice(&group);
+            } else {
+                parts.push(part);
+            }
+        }
+        if !long_lived.is_empty() {
+            if parts.is_empty() {
+                return Ok(Vec::new());
+            }
+            parts.push(self.intern(&mut long_lived)?);
+        }
+        Ok(parts)
+    }
+
+    /// Whether every text byte (see `text_run`) leads `state` to a live state where its lexeme
+    /// cannot end. Most states fail on the first byte tried (a key expects its own letters),
+    /// so this costs them one transition.
+    fn lives_through_any_text_byte(&mut self, state: LexId) -> Result<bool, MatchError> {
+        for i in 0..self.alphabet_classes[TEXT].len() {
+            let next = self.next(state, self.alphabet_classes[TEXT][i])?;
+            if self.stops_walk(next) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     fn intern(&mut self, set: &mut Vec<(u32, u32)>) -> Result<LexId, MatchError> {
@@ -1145,7 +1214,11 @@ impl Lexer {
         // the stable sort merges runs.
         set.sort();
         set.dedup();
-        if let Some(&id) = self.ids.get(set.as_slice()) {
+        let hash = IdsByHash::hash_of(set.as_slice());
+        if let Some(id) = self
+            .ids
+            .find(hash, |id| self.states[id as usize][..] == set[..])
+        {
             return Ok(id);
         }
         if self.states.len() >= self.max_states {
@@ -1167,9 +1240,8 @@ impl Lexer {
         self.controls_die.push(None);
         self.string_radius.push(None);
         self.cuts.push(None);
-        let set: Box<[(u32, u32)]> = set.as_slice().into();
-        self.ids.insert(set.clone(), id);
-        self.states.push(set);
+        self.ids.insert(hash, id);
+        self.states.push(set.as_slice().into());
         self.can_end.push(!accepts.is_empty());
         self.accepts.push(accepts.into());
         self.trans.push_row();
@@ -1698,6 +1770,74 @@ mod tests {
         assert_ne!(
             lexer.signature(key, u32::MAX),
             lexer.signature(name, u32::MAX)
+        );
+    }
+
+    #[test]
+    fn an_undeclared_key_is_free_in_strings_though_no_one_state_loops() {
+        // The shape of the keys an object leaves open: a run of printable ASCII (the
+        // characters of its declared keys and more), then, on any other character, anything.
+        let mut lexer = lexer(&[
+            r#""[ !#-\[\]-~]*([^ -~][^"\\\x00-\x1F]*)?""#,
+            r#""[ !#-\[\]-~]*""#,
+            r#""[ !#-\[\]-~]*([^ -~][^"\\\x00-\x1F]*)?"x"#,
+        ]);
+        let key = read(&mut lexer, 0, br#""ab"#);
+        let chars = lexer.char_classes();
+        let members = lexer.states[key as usize].clone();
+        assert!(
+            members
+                .iter()
+                .all(|&(t, s)| !lexer.loops_on_string_chars(t, s, &chars)),
+            "no one state loops on every character"
+        );
+        assert!(
+            lexer.free_in_strings(key),
+            "the ASCII loop and its way out live through any run together"
+        );
+        assert_eq!(lexer.string_radius(key).expect("within limits"), MAX_RADIUS);
+        let ascii = read(&mut lexer, 1, br#""ab"#);
+        assert!(
+            !lexer.free_in_strings(ascii),
+            "without a way out, 'é' kills it"
+        );
+        let ending = read(&mut lexer, 2, br#""ab"#);
+        assert!(
+            lexer.free_in_strings(ending),
+            "a match after the quote is not reached through string characters"
+        );
+    }
+
+    #[test]
+    fn members_living_through_any_text_are_one_part() {
+        let mut lexer = lexer(&[
+            r#""name": [a-z]+"#,
+            r#""nick": [a-z]+"#,
+            r#""[^"]*hipchat[^"]*""#,
+            r#""[^"]*github[^"]*""#,
+            r#""[^"]*jira[^"]*""#,
+        ]);
+        let quote = lexer.byte_classes()[b'"' as usize] as usize;
+        let all = lexer.start(&[0, 1, 2, 3, 4]).expect("starts");
+        let key = lexer.next(all, quote).expect("steps");
+        let parts = lexer.parts_by_terminal(key, 4).expect("splits");
+        let terminals: Vec<Vec<u32>> = parts
+            .iter()
+            .map(|&part| {
+                let mut ts: Vec<u32> = lexer.states[part as usize].iter().map(|m| m.0).collect();
+                ts.dedup();
+                ts
+            })
+            .collect();
+        assert_eq!(terminals, [vec![0], vec![1], vec![2, 3, 4]]);
+        let patterns = lexer.start(&[2, 3, 4]).expect("starts");
+        let patterns = lexer.next(patterns, quote).expect("steps");
+        assert!(
+            lexer
+                .parts_by_terminal(patterns, 3)
+                .expect("splits")
+                .is_empty(),
+            "a state of only such members is walked whole"
         );
     }
 

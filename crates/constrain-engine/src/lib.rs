@@ -23,6 +23,7 @@ mod compiled;
 mod discard;
 mod error;
 mod grammar;
+mod interner;
 mod lexer;
 mod limits;
 mod mask;

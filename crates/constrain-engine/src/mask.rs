@@ -21,6 +21,8 @@
 //! characters is decided at once from a mask per count (`Lexer::exact_string_radius`,
 //! `TokenIndex::allow_string_runs`), and only subtrees holding other tokens are walked.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{Automaton, StateId, DEAD};
@@ -32,7 +34,7 @@ use crate::token_index::{set_bits, TokenIndex, SHORT_STRING};
 #[derive(Debug)]
 pub(crate) struct LexemeMask {
     /// Tokens allowed in any context.
-    pub inside: Box<[u32]>,
+    pub inside: Inside,
     /// Trie nodes (with their byte path) below which validity depends on the parser.
     pub boundaries: Vec<(u32, Box<[u8]>)>,
 }
@@ -40,12 +42,72 @@ pub(crate) struct LexemeMask {
 impl LexemeMask {
     /// Approximate memory held.
     pub fn bytes(&self) -> usize {
-        self.inside.len() * 4
+        self.inside.bytes()
             + self
                 .boundaries
                 .iter()
                 .map(|(_, path)| 8 + path.len())
                 .sum::<usize>()
+    }
+}
+
+/// The tokens a lexeme walk allows in any context: a mask, or their ids when they are few.
+/// The key of one member of an object allows a handful of tokens, and the key position of an
+/// object of hundreds of members joins hundreds of such walks: their masks would be megabytes
+/// to allocate, keep and read.
+#[derive(Debug)]
+pub(crate) enum Inside {
+    Mask(Box<[u32]>),
+    Tokens(Box<[u32]>),
+}
+
+/// A walk's tokens are kept as ids when they number at most a mask's words over this: the ids
+/// then take a quarter of the mask's memory at most.
+const IDS_PER_MASK_WORDS: usize = 4;
+
+impl Inside {
+    /// `mask`, as ids when it allows few tokens.
+    pub fn from_mask(mask: Box<[u32]>) -> Inside {
+        let allowed: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
+        if allowed > mask.len() / IDS_PER_MASK_WORDS {
+            return Inside::Mask(mask);
+        }
+        let mut ids = Vec::with_capacity(allowed);
+        for (i, &word) in mask.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                ids.push((i as u32) << 5 | bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        Inside::Tokens(ids.into_boxed_slice())
+    }
+
+    /// Adds these tokens to `mask`.
+    pub fn add_to(&self, mask: &mut [u32]) {
+        match self {
+            Inside::Mask(words) => mask.iter_mut().zip(words.iter()).for_each(|(a, b)| *a |= b),
+            Inside::Tokens(ids) => set_bits(mask, ids),
+        }
+    }
+
+    /// These tokens as a mask of `words` words, in a new shared allocation.
+    pub fn to_shared_mask(&self, words: usize) -> Arc<[u32]> {
+        match self {
+            Inside::Mask(mask) => Arc::from(&mask[..]),
+            Inside::Tokens(ids) => {
+                let mut mask: Arc<[u32]> = vec![0u32; words].into();
+                let words = Arc::get_mut(&mut mask).expect("a new Arc is not shared");
+                set_bits(words, ids);
+                mask
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Inside::Mask(words) | Inside::Tokens(words) => words.len() * 4,
+        }
     }
 }
 
@@ -166,7 +228,10 @@ pub(crate) fn lexeme_mask(
         path.push(node.byte);
         i += 1;
     }
-    Ok(LexemeMask { inside, boundaries })
+    Ok(LexemeMask {
+        inside: Inside::from_mask(inside),
+        boundaries,
+    })
 }
 
 /// The state walk over the subtree of trie node `root`, entered in automaton state `state`:
@@ -287,4 +352,31 @@ pub(crate) fn state_mask_from_lexeme(
             .insert((*node, s), tokens.into_boxed_slice());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mask_of(words: usize, tokens: &[u32]) -> Box<[u32]> {
+        let mut mask = vec![0u32; words];
+        set_bits(&mut mask, tokens);
+        mask.into_boxed_slice()
+    }
+
+    #[test]
+    fn few_inside_tokens_are_kept_as_ids_and_give_back_the_same_mask() {
+        let few = [3, 64, 100, 4095];
+        let inside = Inside::from_mask(mask_of(128, &few));
+        assert!(matches!(&inside, Inside::Tokens(ids) if ids[..] == few));
+        assert_eq!(inside.to_shared_mask(128)[..], mask_of(128, &few)[..]);
+        let mut mask = mask_of(128, &[5]);
+        inside.add_to(&mut mask);
+        assert_eq!(mask, mask_of(128, &[3, 5, 64, 100, 4095]));
+
+        let many: Vec<u32> = (0..64).map(|i| i * 7).collect();
+        let inside = Inside::from_mask(mask_of(128, &many));
+        assert!(matches!(inside, Inside::Mask(_)), "64 tokens in 128 words");
+        assert_eq!(inside.to_shared_mask(128)[..], mask_of(128, &many)[..]);
+    }
 }

@@ -15,6 +15,7 @@ use smallvec::SmallVec;
 
 use crate::error::MatchError;
 use crate::grammar::{Cfg, Family, Sym};
+use crate::interner::IdsByHash;
 
 /// Index of an interned row.
 pub(crate) type RowId = u32;
@@ -102,7 +103,7 @@ impl Row {
 pub(crate) struct Parser {
     tables: Tables,
     rows: Vec<Row>,
-    ids: FxHashMap<Box<[Item]>, RowId>,
+    ids: IdsByHash,
     scans: FxHashMap<SmallVec<[(RowId, u32); 2]>, RowId>,
     max_rows: usize,
     max_items: usize,
@@ -174,7 +175,7 @@ impl Parser {
         Parser {
             tables,
             rows: Vec::new(),
-            ids: FxHashMap::default(),
+            ids: IdsByHash::default(),
             scans: FxHashMap::default(),
             max_rows,
             max_items,
@@ -296,7 +297,11 @@ impl Parser {
             }
         }
         items.sort_unstable();
-        if let Some(&id) = self.ids.get(items.as_slice()) {
+        let hash = IdsByHash::hash_of(items.as_slice());
+        if let Some(id) = self
+            .ids
+            .find(hash, |id| self.rows[id as usize].items[..] == items[..])
+        {
             return Ok(id);
         }
         if self.rows.len() >= self.max_rows {
@@ -323,7 +328,7 @@ impl Parser {
         expected.sort_unstable();
         let id = self.rows.len() as RowId;
         let items: Box<[Item]> = items.into();
-        self.ids.insert(items.clone(), id);
+        self.ids.insert(hash, id);
         self.rows.push(Row {
             items,
             expected: expected.into(),

@@ -170,6 +170,10 @@ struct Piece {
     /// Per NFA state: whether it reaches a control byte or a match through string bytes (see
     /// [`Terminals::reaches_control_in_strings`]; empty until first asked).
     control_reaching: Box<[bool]>,
+    /// Per NFA state: whether it reaches a match through string bytes (see
+    /// [`Terminals::reaches_match_in_strings`]; empty until either this or
+    /// `control_reaching` is first asked).
+    match_reaching: Box<[bool]>,
     /// Per NFA state: the live byte-consuming and match states its ε-moves reach (filled as
     /// steps first land on it: every new lexer state asks again), with [`PAST_EDGE`] on
     /// those reached through an edge's end when the piece counts edges.
@@ -191,8 +195,16 @@ impl Piece {
             text_distance: Box::default(),
             text_loops: Vec::new(),
             control_reaching: Box::default(),
+            match_reaching: Box::default(),
             closures: Box::default(),
             counter: None,
+        }
+    }
+
+    /// Fills `match_reaching` and `control_reaching` on first use.
+    fn find_reaching_in_strings(&mut self) {
+        if self.control_reaching.is_empty() {
+            (self.match_reaching, self.control_reaching) = reaching_in_strings(&self.nfa);
         }
     }
 
@@ -531,6 +543,17 @@ impl Terminals {
         matches!(self.pieces[p].state(sid), State::Match { .. })
     }
 
+    /// The members `byte` leads the members of `set` to, sorted.
+    pub(crate) fn step_set(&mut self, set: &[(u32, u32)], byte: u8) -> Vec<(u32, u32)> {
+        let mut next = Vec::new();
+        self.new_set();
+        for &(t, s) in set {
+            self.step_and_close(t, s, byte, &mut next);
+        }
+        next.sort_unstable();
+        next
+    }
+
     /// Adds the live byte-consuming and match states of piece `p` of `t` reachable from
     /// `start` by ε-moves, as members: those not added since [`Self::new_set`]. `count` is
     /// the edges read before `start` (in a piece that counts them; see [`Counter`]).
@@ -626,10 +649,41 @@ impl Terminals {
     pub(crate) fn reaches_control_in_strings(&mut self, t: u32, s: u32) -> bool {
         let (p, sid) = self.locate(t, s);
         let piece = &mut self.pieces[p];
-        if piece.control_reaching.is_empty() {
-            piece.control_reaching = control_reaching(&piece.nfa);
-        }
+        piece.find_reaching_in_strings();
         piece.control_reaching[sid.as_usize()]
+    }
+
+    /// Whether member `s` of `t` reaches, through ε-moves and bytes of string characters (as
+    /// in [`Self::reaches_control_in_strings`]), a match state (a head's match standing for
+    /// its rest, unread). Found for every state of an NFA at once, by one backward pass.
+    pub(crate) fn reaches_match_in_strings(&mut self, t: u32, s: u32) -> bool {
+        let (p, sid) = self.locate(t, s);
+        let piece = &mut self.pieces[p];
+        piece.find_reaching_in_strings();
+        piece.match_reaching[sid.as_usize()]
+    }
+
+    /// How many printable ASCII bytes other than `"` and `\` member `s` of `t` reads itself
+    /// (of 93), and the first of them.
+    pub(crate) fn ascii_string_bytes_read(&self, t: u32, s: u32) -> (u32, Option<u8>) {
+        let (p, sid) = self.locate(t, s);
+        let (mut read, mut first) = (0, None::<u8>);
+        for_each_transition(self.pieces[p].state(sid), |reads, _| {
+            let Some((start, end)) = reads else { return };
+            let (start, end) = (start.max(b' '), end.min(b'~'));
+            if start > end {
+                return;
+            }
+            let escaped = [b'"', b'\\'];
+            let inside = escaped.iter().filter(|&&b| (start..=end).contains(&b));
+            read += u32::from(end - start) + 1 - inside.count() as u32;
+            let lowest = (start..=end).find(|b| !escaped.contains(b));
+            first = match (first, lowest) {
+                (Some(f), Some(l)) => Some(f.min(l)),
+                (f, l) => f.or(l),
+            };
+        });
+        (read, first)
     }
 
     /// The NFA holding member `s` of `t`, and its state there.
@@ -887,11 +941,13 @@ fn predecessors(nfa: &NFA, counted: fn(u8) -> bool) -> (Vec<Vec<(u32, Edge)>>, V
     (preds, matches)
 }
 
-/// Per NFA state, whether a state that reads a control byte or is a match is reachable from
-/// it through ε-moves and bytes of string characters (see
-/// [`Terminals::reaches_control_in_strings`]).
-fn control_reaching(nfa: &NFA) -> Box<[bool]> {
-    let (preds, mut seeds) = predecessors(nfa, is_string_byte);
+/// Per NFA state, whether a match state is reachable from it through ε-moves and bytes of
+/// string characters (see [`Terminals::reaches_match_in_strings`]), and whether a match or a
+/// state that reads a control byte is (see [`Terminals::reaches_control_in_strings`]): one
+/// table of predecessors for both.
+fn reaching_in_strings(nfa: &NFA) -> (Box<[bool]>, Box<[bool]>) {
+    let (preds, matches) = predecessors(nfa, is_string_byte);
+    let mut seeds = matches.clone();
     for (i, state) in nfa.states().iter().enumerate() {
         let mut reads_control = false;
         for_each_transition(state, |reads, _| {
@@ -901,7 +957,11 @@ fn control_reaching(nfa: &NFA) -> Box<[bool]> {
             seeds.push(i as u32);
         }
     }
-    reached_backwards(&preds, seeds, |edge| edge != Edge::Other).into_boxed_slice()
+    let through_strings = |edge| edge != Edge::Other;
+    (
+        reached_backwards(&preds, matches, through_strings).into_boxed_slice(),
+        reached_backwards(&preds, seeds, through_strings).into_boxed_slice(),
+    )
 }
 
 /// NFA states from which a match state is reachable.

@@ -3,6 +3,7 @@
 //! Walking it against an automaton visits every shared prefix once, and a rejected byte skips
 //! the whole subtree below it in one jump (`subtree_end`).
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use constrain_vocab::{TokenKind, Vocabulary};
@@ -174,14 +175,14 @@ const DENSE_TOKENS_PER_WORD: f64 = 0.25;
 /// a stream of grammars with lexemes of their own, at the cost of one move per generation.
 #[derive(Debug, Default)]
 struct SharedLexemeMasks {
-    recent: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
-    older: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
+    recent: FxHashMap<Signature, Arc<LexemeMask>>,
+    older: FxHashMap<Signature, Arc<LexemeMask>>,
     /// Memory held by `recent`.
     bytes: usize,
 }
 
 impl SharedLexemeMasks {
-    fn get(&mut self, signature: &[u32]) -> Option<Arc<LexemeMask>> {
+    fn get(&mut self, signature: &Signature) -> Option<Arc<LexemeMask>> {
         if let Some(mask) = self.recent.get(signature) {
             return Some(mask.clone());
         }
@@ -190,8 +191,8 @@ impl SharedLexemeMasks {
         Some(mask)
     }
 
-    fn insert(&mut self, signature: Box<[u32]>, mask: Arc<LexemeMask>) {
-        let bytes = signature.len() * 4 + mask.bytes();
+    fn insert(&mut self, signature: Signature, mask: Arc<LexemeMask>) {
+        let bytes = signature.words.len() * 4 + mask.bytes();
         if self.bytes + bytes > SHARED_LEXEME_MASK_BYTES / 2 {
             // Thousands of masks: not freed on the thread waiting for this one.
             let recent = std::mem::take(&mut self.recent);
@@ -200,6 +201,33 @@ impl SharedLexemeMasks {
         }
         self.bytes += bytes;
         self.recent.insert(signature, mask);
+    }
+}
+
+/// A lexer state's signature (see [`Lexer::signature`](crate::lexer::Lexer::signature)) with
+/// its hash, computed once: the shared masks number tens of thousands, and a map that grows
+/// hashes every key again, which for signatures of hundreds of words took a millisecond
+/// inside one mask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Signature {
+    hash: u64,
+    words: Box<[u32]>,
+}
+
+impl Signature {
+    pub(crate) fn new(words: Box<[u32]>) -> Signature {
+        let mut hasher = rustc_hash::FxHasher::default();
+        words.hash(&mut hasher);
+        Signature {
+            hash: hasher.finish(),
+            words,
+        }
+    }
+}
+
+impl Hash for Signature {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
     }
 }
 
@@ -324,12 +352,12 @@ impl TokenIndex {
     }
 
     /// The lexeme mask of the lexer states with `signature`, if a grammar computed it already.
-    pub(crate) fn shared_lexeme_mask(&self, signature: &[u32]) -> Option<Arc<LexemeMask>> {
+    pub(crate) fn shared_lexeme_mask(&self, signature: &Signature) -> Option<Arc<LexemeMask>> {
         self.lexeme_masks.lock().get(signature)
     }
 
     /// Shares `mask`, the lexeme mask of the lexer states with `signature`.
-    pub(crate) fn share_lexeme_mask(&self, signature: Box<[u32]>, mask: Arc<LexemeMask>) {
+    pub(crate) fn share_lexeme_mask(&self, signature: Signature, mask: Arc<LexemeMask>) {
         self.lexeme_masks.lock().insert(signature, mask);
     }
 
@@ -884,21 +912,22 @@ mod tests {
         // A mask of 1 MB: 32 fill a generation.
         let mask = || {
             Arc::new(LexemeMask {
-                inside: vec![0u32; 1 << 18].into_boxed_slice(),
+                inside: crate::mask::Inside::Mask(vec![0u32; 1 << 18].into_boxed_slice()),
                 boundaries: Vec::new(),
             })
         };
-        let hot: Box<[u32]> = vec![u32::MAX].into();
+        let signature = |i: u32| Signature::new(vec![i].into());
+        let hot = signature(u32::MAX);
         let mut shared = SharedLexemeMasks::default();
         shared.insert(hot.clone(), mask());
         for i in 0..100u32 {
-            shared.insert(vec![i].into(), mask());
+            shared.insert(signature(i), mask());
             assert!(shared.get(&hot).is_some(), "used after every grammar");
             let held = shared.recent.len() + shared.older.len();
             assert!(held <= 2 * 32, "{held} masks held");
         }
-        assert!(shared.get(&[0]).is_none(), "unused masks go");
-        assert!(shared.get(&[99]).is_some(), "the latest stays");
+        assert!(shared.get(&signature(0)).is_none(), "unused masks go");
+        assert!(shared.get(&signature(99)).is_some(), "the latest stays");
     }
 
     #[test]
