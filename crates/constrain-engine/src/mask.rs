@@ -66,18 +66,19 @@ pub(crate) enum Inside {
 const IDS_PER_MASK_WORDS: usize = 4;
 
 impl Inside {
-    /// `mask`, as ids when it allows few tokens.
+    /// `mask`, as ids when it allows few tokens: read up to where it holds too many for
+    /// that, so a full mask costs a few words.
     pub fn from_mask(mask: Box<[u32]>) -> Inside {
-        let allowed: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
-        if allowed > mask.len() / IDS_PER_MASK_WORDS {
-            return Inside::Mask(mask);
-        }
-        let mut ids = Vec::with_capacity(allowed);
+        let most = mask.len() / IDS_PER_MASK_WORDS;
+        let mut ids = Vec::new();
         for (i, &word) in mask.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
                 ids.push((i as u32) << 5 | bits.trailing_zeros());
                 bits &= bits - 1;
+            }
+            if ids.len() > most {
+                return Inside::Mask(mask);
             }
         }
         Inside::Tokens(ids.into_boxed_slice())
