@@ -101,6 +101,11 @@ enum AfterSymbol {
     Various,
 }
 
+/// Whether sorted `set` holds every member of `group`.
+fn holds_all(set: &[(u32, u32)], group: &[(u32, u32)]) -> bool {
+    group.iter().all(|member| set.binary_search(member).is_ok())
+}
+
 /// The string characters as byte classes: per UTF-8 sequence of [`STRING_CHAR_SEQUENCES`], per
 /// byte of it, the classes its range spans. Stepping a set of states through them byte by
 /// byte reaches every state some character leads to without spelling out every sequence of
@@ -500,9 +505,9 @@ impl Lexer {
         let set = self.states[state as usize].clone();
         let free = set.iter().any(|&(t, s)| {
             self.loops_on_string_chars(t, s, &chars)
-                || self.surviving_group(t, s, &chars).is_some_and(|group| {
-                    group.iter().all(|member| set.binary_search(member).is_ok())
-                })
+                || self
+                    .surviving_group(t, s, &chars)
+                    .is_some_and(|group| holds_all(&set, &group))
         }) && !self.match_reachable_in_strings(&set);
         self.free_in_strings[state as usize] = Some(free);
         free
@@ -931,10 +936,7 @@ impl Lexer {
         if group.binary_search(&(t, s)).is_err() {
             return None;
         }
-        let step = |set: &Vec<(u32, u32)>, class: usize| {
-            let next = self.terminals.step_set(set, self.class_rep[class]);
-            Ok((!next.is_empty()).then_some(next))
-        };
+        let step = |set: &Vec<(u32, u32)>, class: usize| Ok(self.set_after_class(set, class));
         let mut after: Vec<Vec<(u32, u32)>> = Vec::new();
         let collect = |reached: &[Vec<(u32, u32)>]| {
             after.extend(reached.iter().cloned());
@@ -944,12 +946,19 @@ impl Lexer {
             return None;
         }
         let survives = after.iter().all(|set| {
-            group.iter().all(|member| set.binary_search(member).is_ok())
+            holds_all(set, &group)
                 || set
                     .iter()
                     .any(|&(tt, ss)| self.loops_on_string_chars(tt, ss, chars))
         });
         survives.then(|| group.into())
+    }
+
+    /// The NFA states one byte of `class` leads the members of `set` to, sorted; `None` when
+    /// it leads none anywhere.
+    fn set_after_class(&mut self, set: &[(u32, u32)], class: usize) -> Option<Vec<(u32, u32)>> {
+        let next = self.terminals.step_set(set, self.class_rep[class]);
+        (!next.is_empty()).then_some(next)
     }
 
     /// Whether NFA state `s` of terminal `t` comes back to itself after every string character
@@ -959,10 +968,7 @@ impl Lexer {
         if let Some(&loops) = self.loops_in_strings.get(&(t, s)) {
             return loops;
         }
-        let step = |set: &Vec<(u32, u32)>, class: usize| {
-            let next = self.terminals.step_set(set, self.class_rep[class]);
-            Ok((!next.is_empty()).then_some(next))
-        };
+        let step = |set: &Vec<(u32, u32)>, class: usize| Ok(self.set_after_class(set, class));
         let holds = |sets: &[Vec<(u32, u32)>]| sets.iter().all(|set| set.contains(&(t, s)));
         let loops = through_each_char(chars, vec![(t, s)], step, holds).unwrap_or(false);
         self.loops_in_strings.insert((t, s), loops);
@@ -1181,7 +1187,8 @@ impl Lexer {
         let mut long_lived: Vec<(u32, u32)> = Vec::new();
         for mut group in groups {
             let part = self.intern(&mut group)?;
-            if self.lives_through_any_text_byte(part)? {
+            let after_text = self.after_any_symbol(part, Alphabet::Bytes(TEXT))?;
+            if !matches!(after_text, AfterSymbol::Bad) {
                 long_lived.extend_from_slice(&group);
             } else {
                 parts.push(part);
@@ -1194,19 +1201,6 @@ impl Lexer {
             parts.push(self.intern(&mut long_lived)?);
         }
         Ok(parts)
-    }
-
-    /// Whether every text byte (see `text_run`) leads `state` to a live state where its lexeme
-    /// cannot end. Most states fail on the first byte tried (a key expects its own letters),
-    /// so this costs them one transition.
-    fn lives_through_any_text_byte(&mut self, state: LexId) -> Result<bool, MatchError> {
-        for i in 0..self.alphabet_classes[TEXT].len() {
-            let next = self.next(state, self.alphabet_classes[TEXT][i])?;
-            if self.stops_walk(next) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
     }
 
     fn intern(&mut self, set: &mut Vec<(u32, u32)>) -> Result<LexId, MatchError> {

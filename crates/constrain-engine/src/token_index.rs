@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::grammar::special_token_bytes;
+use crate::interner::IdsByHash;
 use crate::mask::LexemeMask;
 
 /// One trie node: the byte that leads to it, where its subtree ends, the tokens it spells, and
@@ -216,10 +217,8 @@ pub(crate) struct Signature {
 
 impl Signature {
     pub(crate) fn new(words: Box<[u32]>) -> Signature {
-        let mut hasher = rustc_hash::FxHasher::default();
-        words.hash(&mut hasher);
         Signature {
-            hash: hasher.finish(),
+            hash: IdsByHash::hash_of(&words[..]),
             words,
         }
     }
