@@ -328,12 +328,20 @@ impl Ctx<'_> {
         let Some((i0, j0)) = any_overlap else {
             return Ok(Node::any_of(branches));
         };
-        // Exact: each branch minus the branches it may overlap with.
+        // Exact: each branch minus the branches it may overlap with, where they overlap.
         let mut exact = Vec::with_capacity(n);
         for i in 0..n {
             let mut x = branches[i].clone();
             for &j in &overlaps[i] {
-                let not_j = match self.complement(&branches[j], pointer) {
+                let subtracted =
+                    match self.restricted_to_shared_types(&branches[i], &branches[j], pointer) {
+                        Ok(part) => part,
+                        Err(SchemaError::TooComplex { what, .. }) => {
+                            return self.one_of_fallback(branches, pointer, i0, j0, &what)
+                        }
+                        Err(e) => return Err(e),
+                    };
+                let not_j = match self.complement(&subtracted, pointer) {
                     Ok(c) => c,
                     Err(SchemaError::Unsupported { reason, .. }) => {
                         return self.one_of_fallback(branches, pointer, i0, j0, &reason);
@@ -354,6 +362,31 @@ impl Ctx<'_> {
             exact.push(x);
         }
         Ok(Node::any_of(exact))
+    }
+
+    /// Branch `b` restricted to the JSON types in which it may share a value with `a`.
+    ///
+    /// Branches without a `type` keyword overlap in every type the other leaves open (two
+    /// object schemas both accept every string): subtracting all of `b` from `a` would spell
+    /// out the complement of `b`'s object constraints where only its strings were shared.
+    fn restricted_to_shared_types(
+        &mut self,
+        a: &Node,
+        b: &Node,
+        pointer: &str,
+    ) -> Result<Node, SchemaError> {
+        let both = self.meet(a, b, pointer)?;
+        let mut shared = [false; 6];
+        for (k, slot) in shared.iter_mut().enumerate() {
+            let mut one = [false; 6];
+            one[k] = true;
+            let part = self.meet(&both, &Node::typed(Typed::of_types(one)), pointer)?;
+            *slot = !self.is_empty(&part, 0);
+        }
+        if shared.iter().all(|&s| s) {
+            return Ok(b.clone());
+        }
+        self.meet(b, &Node::typed(Typed::of_types(shared)), pointer)
     }
 
     fn one_of_fallback(

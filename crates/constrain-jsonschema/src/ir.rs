@@ -220,6 +220,20 @@ impl Typed {
         }
     }
 
+    /// Every value of the types flagged in `types`: null, boolean, number (integers
+    /// included), string, array, object.
+    pub(crate) fn of_types(types: [bool; 6]) -> Typed {
+        let all = Typed::all();
+        Typed {
+            null: types[0],
+            boolean: types[1],
+            number: all.number.filter(|_| types[2]),
+            string: all.string.filter(|_| types[3]),
+            array: all.array.filter(|_| types[4]),
+            object: all.object.filter(|_| types[5]),
+        }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         !self.null
             && !self.boolean
