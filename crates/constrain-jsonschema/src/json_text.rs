@@ -23,19 +23,19 @@ const SHORT_ESCAPES: [(char, u8); 8] = [
 ];
 
 /// The JSON text (between the quotes) of the strings of `re`, as a grammar expression whose
-/// repetitions are grammar repetitions: the engine then sees what a bounded repetition costs
-/// (a copy per count) when it decides what to fold into one terminal.
+/// counted repetitions are grammar repetitions: the engine then sees what a bounded
+/// repetition costs (a copy per count) when it decides what to fold into one terminal.
+/// Without them the text is one expression, so that the string, quotes included, is one
+/// lexeme: an unbounded part of it lowered on its own (`.*x`, the `[a-z]*` of `[A-Z][a-z]*`)
+/// would be a lexeme that may end after any character, each end a second scan waiting for
+/// what follows, and every token inside the string walked with the whole automaton.
 pub(crate) fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
     if out_of_time() {
         return Expr::from_hir(Hir::fail());
     }
     let each = |parts: &[Re]| parts.iter().map(|p| encode_expr(p, escapes)).collect();
     match re {
-        Re::Concat(parts)
-            if parts.iter().any(has_counted_repeat) || !unbounded_before_last(parts) =>
-        {
-            Expr::seq(each(parts))
-        }
+        Re::Concat(parts) if parts.iter().any(has_counted_repeat) => Expr::seq(each(parts)),
         Re::Alt(parts) if parts.iter().any(has_counted_repeat) => Expr::alt(each(parts)),
         Re::Repeat {
             re: inner,
@@ -99,19 +99,6 @@ pub(crate) fn quoted_graph(dfa: &Dfa, escapes: Escapes) -> Result<RegexGraph, Gr
 /// then stops early, with a result its caller must discard (see `emit::scalar::string_of`).
 fn out_of_time() -> bool {
     crate::deadline::expired().is_some()
-}
-
-/// Whether a part before the last of a concatenation repeats without bound (the `.*` of an
-/// unanchored pattern, `.*x.*`). Such a part would be a lexeme of its own (see the engine's
-/// lowering), one that may end after any character, before the part that follows: every
-/// token would then cross a lexeme's end and be walked with the whole automaton. Kept in one
-/// expression with what follows, the string is one lexeme.
-fn unbounded_before_last(parts: &[Re]) -> bool {
-    parts.split_last().is_some_and(|(_, before)| {
-        before
-            .iter()
-            .any(|p| matches!(p, Re::Repeat { max: None, .. }))
-    })
 }
 
 /// Whether `re` contains a repetition with an upper bound above one.

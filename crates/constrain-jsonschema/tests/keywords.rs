@@ -5,6 +5,7 @@
 mod common;
 
 use common::{byte_index, Checked};
+use constrain_engine::Expr;
 use constrain_jsonschema::{Options, PropertyOrder};
 use serde_json::{json, Value};
 
@@ -314,6 +315,116 @@ fn long_length_bounds_are_exact() {
         json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 3, "maxLength": 80}),
         &[json!("abc"), json!("z".repeat(80))],
         &[json!("ab"), json!("z".repeat(81)), json!("abc1")],
+    );
+}
+
+/// Whether some sequence in `expr` has a regular part that may end after any number of
+/// characters before another part: a lexeme of its own that ends anywhere.
+fn ends_anywhere_before_more(expr: &Expr) -> bool {
+    fn unbounded(e: &Expr) -> bool {
+        match e {
+            Expr::Regex(h) => h.properties().maximum_len().is_none(),
+            Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().any(unbounded),
+            Expr::Repeat { expr, max, .. } => max.is_none() || unbounded(expr),
+            _ => false,
+        }
+    }
+    match expr {
+        Expr::Seq(parts) => {
+            parts.iter().rev().skip(1).any(unbounded) || parts.iter().any(ends_anywhere_before_more)
+        }
+        Expr::Alt(parts) => parts.iter().any(ends_anywhere_before_more),
+        Expr::Repeat { expr, .. } => ends_anywhere_before_more(expr),
+        _ => false,
+    }
+}
+
+/// A pattern whose text ends in an unbounded part (`[a-z]*`, `(x+/?)+`) is one expression
+/// with its quotes: split, the part would be a lexeme that may end before every character,
+/// a second scan waiting for the closing quote all through the string.
+#[test]
+fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
+    for pattern in ["^[A-Z][a-z]*$", "^(/)?([^/]+(/)?)+$", "^https://.+$"] {
+        let schema = json!({"type": "string", "pattern": pattern});
+        let compiled = constrain_jsonschema::compile(&schema, &Options::default())
+            .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+        assert!(
+            !compiled
+                .grammar
+                .rules()
+                .any(|(_, _, body)| ends_anywhere_before_more(body)),
+            "{pattern}"
+        );
+    }
+    check(
+        json!({"type": "string", "pattern": "^(/)?([^/]+(/)?)+$"}),
+        &[json!("/path/to/file"), json!("a"), json!("a/b/")],
+        &[json!(""), json!("//a"), json!("a//b"), json!("/")],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[A-Z][a-z]*$"}),
+        &[json!("A"), json!("Abc")],
+        &[json!("a"), json!("AB"), json!("")],
+    );
+}
+
+/// The largest estimated NFA of one regular expression or graph in `expr`.
+fn largest_regular(expr: &Expr) -> usize {
+    match expr {
+        Expr::Regex(_) | Expr::Graph(_) => expr.nfa_size_estimate(1 << 20).unwrap_or(0),
+        Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().map(largest_regular).max().unwrap_or(0),
+        Expr::Repeat { expr, .. } => largest_regular(expr),
+        Expr::Unordered(u) => u
+            .members
+            .iter()
+            .map(|m| &m.expr)
+            .chain(u.extra.iter())
+            .chain([&u.separator])
+            .map(largest_regular)
+            .max()
+            .unwrap_or(0),
+        Expr::Rule(_) => 0,
+    }
+}
+
+/// Undeclared keys outside a language-tag pattern: the region's automaton is small, its
+/// expression repeats the spelling of every other character along each path; the key is
+/// then the automaton's graph.
+#[test]
+fn undeclared_keys_cut_by_patterns_are_spelled_as_their_automaton() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "title": {"type": "string"}},
+        "patternProperties": {
+            "^(name_(([A-Za-z]{2,3}(-[A-Za-z]{3}){0,2}|[A-Za-z]{5,8})(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?|x(-[A-Za-z0-9]{1,8})+))$": {"type": "string"}
+        },
+        "additionalProperties": {"type": "integer"}
+    });
+    let compiled = constrain_jsonschema::compile(&schema, &any_order())
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+    let largest = compiled
+        .grammar
+        .rules()
+        .map(|(_, _, body)| largest_regular(body))
+        .max()
+        .unwrap_or(0);
+    // As an expression: 11,880; as a graph: 4,907.
+    assert!(largest < 8_000, "{largest}");
+    check_with(
+        &any_order(),
+        schema,
+        &[
+            json!({"name": "n", "name_en": "english", "name_zh-Hant-TW": "t", "title": "x"}),
+            json!({"name_x-abc": "private", "other": 3, "name_": 4, "name_e": 5, "nam": 6}),
+            json!({"title_en": 1, "name_en-": 2, "é": 7}),
+        ],
+        &[
+            json!({"name_en": 1}),
+            json!({"name_de-Latn": 2}),
+            json!({"other": "s"}),
+            json!({"name": 1}),
+            json!({"name_x-a": null}),
+        ],
     );
 }
 

@@ -11,6 +11,7 @@ use regex_syntax::hir::{
 use std::sync::Arc;
 
 use super::graph::RegexGraph;
+use super::lower::hir_size;
 use crate::error::GrammarError;
 
 /// Identifies a rule of a [`GrammarBuilder`](crate::GrammarBuilder) / [`Grammar`](crate::Grammar).
@@ -129,6 +130,18 @@ impl Expr {
     /// A regular language given as a `regex-syntax` HIR.
     pub fn from_hir(hir: Hir) -> Expr {
         Expr::Regex(Box::new(hir))
+    }
+
+    /// Roughly how many NFA states a regular expression or a graph compiles to (a graph:
+    /// one copy of its label per edge), counted up to `cap` (a larger size is `cap + 1`);
+    /// `None` for other expressions. For front-ends choosing between two spellings of one
+    /// language.
+    pub fn nfa_size_estimate(&self, cap: usize) -> Option<usize> {
+        match self {
+            Expr::Regex(h) => Some(hir_size(h, cap)),
+            Expr::Graph(g) => Some(g.nfa_size_estimate(cap)),
+            _ => None,
+        }
     }
 
     /// One Unicode scalar value from the inclusive ranges, or not from them when `negated`.

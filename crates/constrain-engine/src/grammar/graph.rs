@@ -17,6 +17,7 @@ use regex_automata::nfa::thompson::{self, BuildError, Builder, State, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Hir, HirKind};
 
+use super::lower::hir_size;
 use crate::error::GrammarError;
 
 /// A regular language over bytes as a graph: a string is in it when some path from state 0
@@ -249,6 +250,22 @@ impl RegexGraph {
     /// The states; state 0 starts.
     pub fn states(&self) -> &[GraphState] {
         &self.states
+    }
+
+    /// Roughly how many NFA states the graph compiles to: a copy of its label per edge, and
+    /// one per state (see [`Expr::nfa_size_estimate`](crate::Expr::nfa_size_estimate)).
+    pub(crate) fn nfa_size_estimate(&self, cap: usize) -> usize {
+        let labels: Vec<usize> = self.labels.iter().map(|l| hir_size(l, cap)).collect();
+        let mut total = self.states.len();
+        for state in &self.states {
+            for &(label, _) in &state.edges {
+                total = total.saturating_add(labels[label as usize]);
+                if total > cap {
+                    return cap.saturating_add(1);
+                }
+            }
+        }
+        total
     }
 
     /// Whether the language is empty: no accepting state is reachable through edges whose

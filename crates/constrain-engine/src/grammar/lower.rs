@@ -1027,7 +1027,7 @@ fn literal_trie(words: &[Vec<u8>]) -> Hir {
 /// once per copy; counted up to `cap` only (a larger size is `cap + 1`). Each node counts once
 /// per copy its enclosing repetitions make, so the count runs top-down over an explicit stack
 /// and stops as soon as it passes `cap`.
-fn hir_size(hir: &Hir, cap: usize) -> usize {
+pub(crate) fn hir_size(hir: &Hir, cap: usize) -> usize {
     use regex_syntax::hir::{Class, HirKind};
     let over = cap.saturating_add(1);
     let mut total = 0usize;

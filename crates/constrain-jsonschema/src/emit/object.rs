@@ -16,6 +16,11 @@ const MAX_OBJECT_STATES: usize = 50_000;
 /// Most rules (undeclared-key regions are computed for every subset of them).
 const MAX_KEY_RULES: usize = 6;
 
+/// Size (in rough NFA states) above which a key's expression is replaced by its automaton's
+/// graph when that is less than half as large: smaller expressions merge with the member's
+/// value into one lexeme, which a graph never does.
+const MAX_KEY_EXPRESSION_SIZE: usize = 2_000;
+
 /// Most `Exists` constraints on one object (each doubles the states of its grammar).
 const MAX_EXISTS: usize = 3;
 
@@ -34,6 +39,24 @@ pub(crate) struct ExtraKey {
     rules: Vec<KeyRule>,
     names: Vec<std::rc::Rc<Re>>,
     depth: u32,
+}
+
+/// Undeclared keys that share one value schema.
+struct Region {
+    keys: Re,
+    /// The automaton `keys` was spelled from, when it was.
+    automaton: Option<dfa::Dfa>,
+    value: Node,
+}
+
+impl Region {
+    fn of(keys: Re, value: Node) -> Region {
+        Region {
+            keys,
+            automaton: None,
+            value,
+        }
+    }
 }
 
 /// What the state machines of an object put together.
@@ -179,11 +202,16 @@ impl Emitter<'_, '_> {
         let mut alts = Vec::new();
         let mut witnesses: Vec<(u32, Vec<Expr>)> =
             (1u32..(1 << some.len())).map(|m| (m, Vec::new())).collect();
-        for (keys, value) in regions {
+        for Region {
+            keys,
+            automaton,
+            value,
+        } in regions
+        {
             if keys.is_nothing() || value == Node::Nothing {
                 continue;
             }
-            let key = string_of(&keys, self.ctx.options.escapes, &pointer)?;
+            let key = self.key_of(&keys, automaton.as_ref())?;
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
             for (mask, exprs) in witnesses.iter_mut() {
@@ -245,7 +273,7 @@ impl Emitter<'_, '_> {
     }
 
     /// Undeclared keys, partitioned by the rules that apply to them: (keys, value schema).
-    fn regions(&mut self, o: &ObjectSet) -> Result<Vec<(Re, Node)>, SchemaError> {
+    fn regions(&mut self, o: &ObjectSet) -> Result<Vec<Region>, SchemaError> {
         let declared: Vec<String> = o.props.iter().map(|(k, _)| k.clone()).collect();
         let rules: Vec<_> = o
             .rules
@@ -270,7 +298,7 @@ impl Emitter<'_, '_> {
         };
         if rules.is_empty() {
             let keys = restrict(self, Re::not_in(&declared))?;
-            return Ok(vec![(keys, Node::Any)]);
+            return Ok(vec![Region::of(keys, Node::Any)]);
         }
         if let [rule] = &rules[..] {
             if let KeySet::Other {
@@ -287,10 +315,15 @@ impl Emitter<'_, '_> {
                             freed.push(n.clone());
                         }
                     }
-                    let mut out =
-                        vec![(restrict(self, Re::not_in(&excluded))?, rule.value.clone())];
+                    let mut out = vec![Region::of(
+                        restrict(self, Re::not_in(&excluded))?,
+                        rule.value.clone(),
+                    )];
                     if !freed.is_empty() {
-                        out.push((restrict(self, Re::one_of_strings(&freed))?, Node::Any));
+                        out.push(Region::of(
+                            restrict(self, Re::one_of_strings(&freed))?,
+                            Node::Any,
+                        ));
                     }
                     return Ok(out);
                 }
@@ -299,7 +332,7 @@ impl Emitter<'_, '_> {
         if rules.len() > MAX_KEY_RULES {
             self.unsupported("patternProperties", format!("more than {MAX_KEY_RULES} patternProperties/additionalProperties rules on one object"))?;
             let keys = restrict(self, Re::not_in(&declared))?;
-            return Ok(vec![(keys, Node::Any)]);
+            return Ok(vec![Region::of(keys, Node::Any)]);
         }
         let langs: Vec<Re> = rules
             .iter()
@@ -357,18 +390,20 @@ impl Emitter<'_, '_> {
                 .filter(|k| region.matches(k))
                 .cloned()
                 .collect();
-            let re = if inside.is_empty() {
-                region.to_re()
+            let automaton = if inside.is_empty() {
+                Ok(region)
             } else {
-                region
-                    .intersect(
-                        &dfa::Dfa::from_re(&Re::not_in(&inside))
-                            .map_err(|e| self.too_complex(&e))?,
-                    )
-                    .and_then(|d| d.to_re())
-            };
-            match re {
-                Ok(re) => out.push((re, value)),
+                region.intersect(
+                    &dfa::Dfa::from_re(&Re::not_in(&inside)).map_err(|e| self.too_complex(&e))?,
+                )
+            }
+            .map(|d| d.minimize());
+            match automaton.and_then(|d| Ok((d.to_re()?, d))) {
+                Ok((keys, automaton)) => out.push(Region {
+                    keys,
+                    automaton: Some(automaton),
+                    value,
+                }),
                 Err(e) => self.unsupported(
                     "patternProperties",
                     format!("keys of patternProperties/additionalProperties: {e}"),
@@ -376,6 +411,26 @@ impl Emitter<'_, '_> {
             }
         }
         Ok(out)
+    }
+
+    /// The JSON text of a key in `keys`: the expression, or a graph of `automaton` (the
+    /// same language) when that is smaller. Regions cut by patterns and declared keys have
+    /// small automata whose expressions repeat the large spelling of "any other character"
+    /// (raw multi-byte characters, escapes) once per path: 12,000 NFA states, 2 ms to build
+    /// at the first key of each object, where the graph spells it once per state.
+    fn key_of(&mut self, keys: &Re, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
+        let escapes = self.ctx.options.escapes;
+        let expr = string_of(keys, escapes, &self.pointer)?;
+        let Some(automaton) = automaton else {
+            return Ok(expr);
+        };
+        let graph = Expr::graph(json_text::quoted_graph(automaton, escapes)?);
+        // Counted far enough to compare: past a million, either is too large anyway.
+        let size = |e: &Expr| e.nfa_size_estimate(1 << 20);
+        Ok(match (size(&expr), size(&graph)) {
+            (Some(e), Some(g)) if e > MAX_KEY_EXPRESSION_SIZE && g < e / 2 => graph,
+            _ => expr,
+        })
     }
 
     fn too_complex(&self, e: &dfa::TooLarge) -> SchemaError {
