@@ -243,6 +243,41 @@ impl Automaton {
         }
     }
 
+    /// A state per scan of `state`, each holding that scan alone, when there are several and
+    /// one of them reads string characters freely.
+    ///
+    /// The scans of a state step apart, and a row the parser builds from several ending
+    /// lexemes holds the items each would give alone, whose continuations add up: what may
+    /// follow a state is what may follow any one of its scans. Its mask is then the union of
+    /// theirs, each found on the single-lexeme path and shared with every state holding
+    /// that scan. Inside a string (two branches' values, a string that may end), a walk of
+    /// the whole automaton visits most of the vocabulary, where lexeme walks take whole
+    /// subtrees at once; elsewhere (a number that may go on or end) it is short, and masks
+    /// per scan would only crowd the cache.
+    pub(crate) fn scans_apart(
+        &mut self,
+        state: StateId,
+    ) -> Result<Option<SmallVec<[StateId; 4]>>, MatchError> {
+        let scans = self.configs[state as usize].scans.clone();
+        if scans.len() < 2
+            || !scans
+                .iter()
+                .any(|&(_, lex)| self.lexer.free_in_strings(lex))
+        {
+            return Ok(None);
+        }
+        let mut apart = SmallVec::with_capacity(scans.len());
+        for scan in scans {
+            let mut alone = SmallVec::new();
+            alone.push(scan);
+            apart.push(self.intern(Config {
+                scans: alone,
+                accepting: false,
+            })?);
+        }
+        Ok(Some(apart))
+    }
+
     /// Sizes of the lazily built parts, for diagnostics.
     pub(crate) fn stats(&self) -> (usize, usize, usize) {
         (

@@ -175,6 +175,13 @@ impl CompiledGrammar {
                 words,
             )?;
             mask
+        } else if let Some(apart) = lazy.automaton.scans_apart(state)? {
+            let mut mask = vec![0u32; self.mask_words()];
+            for alone in apart {
+                let part = self.mask_locked(lazy, alone)?;
+                mask.iter_mut().zip(part.iter()).for_each(|(m, p)| *m |= p);
+            }
+            mask.into()
         } else {
             let mut mask = vec![0u32; self.mask_words()];
             walk_subtree(&mut lazy.automaton, &self.index, 0, state, &mut mask)?;

@@ -116,6 +116,7 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
             Grammar::from_regex(r#"(name|nom)=[^"]{0,600}"( ?, ?[a-z]{1,8}\t[^"]*")?"#).unwrap(),
         ),
         ("shared values", shared_values_grammar()),
+        ("two records", two_records_grammar()),
         ("words graph", words_graph_grammar()),
         (
             "words graph with edge bounds",

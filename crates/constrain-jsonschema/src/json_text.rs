@@ -22,6 +22,55 @@ const SHORT_ESCAPES: [(char, u8); 8] = [
     ('\t', b't'),
 ];
 
+/// The JSON string (quotes included) of the strings of `re`: [`encode_expr`]'s pieces, with
+/// the quotes in the pieces next to them.
+pub(crate) fn quoted_expr(re: &Re, escapes: Escapes) -> Expr {
+    let quote = || Hir::literal(*b"\"");
+    match encode_expr_then(re, escapes, quote()) {
+        Expr::Regex(text) => Expr::from_hir(Hir::concat(vec![quote(), *text])),
+        text => Expr::seq(vec![Expr::from_hir(quote()), text]),
+    }
+}
+
+/// [`encode_expr`] of `re` followed by `tail` (the closing quote). From the first part of
+/// unbounded length on, when no counted repetition follows it, the text is one expression
+/// with the tail: a piece of its own, such a part would be a lexeme that may end after any
+/// character (the `[^"]*` of a `minLength`, `x{3}.*`), each end a second scan waiting for
+/// what follows, and every token inside the string walked with the whole automaton.
+fn encode_expr_then(re: &Re, escapes: Escapes, tail: Hir) -> Expr {
+    if out_of_time() {
+        return Expr::from_hir(Hir::fail());
+    }
+    match re {
+        Re::Concat(parts) if parts.iter().any(has_counted_repeat) => {
+            let open = parts.iter().position(|p| p.length_bounds().1.is_none());
+            let mut seq: Vec<Expr> = Vec::with_capacity(parts.len() + 1);
+            match open {
+                Some(i) if !parts[i..].iter().any(has_counted_repeat) => {
+                    seq.extend(parts[..i].iter().map(|p| encode_expr(p, escapes)));
+                    let rest = encode(&Re::concat(parts[i..].to_vec()), escapes);
+                    seq.push(Expr::from_hir(Hir::concat(vec![rest, tail])));
+                }
+                _ => {
+                    seq.extend(parts.iter().map(|p| encode_expr(p, escapes)));
+                    seq.push(Expr::from_hir(tail));
+                }
+            }
+            Expr::seq(seq)
+        }
+        Re::Alt(parts) if parts.iter().any(has_counted_repeat) => Expr::alt(
+            parts
+                .iter()
+                .map(|p| encode_expr_then(p, escapes, tail.clone()))
+                .collect(),
+        ),
+        Re::Repeat { .. } if has_counted_repeat(re) => {
+            Expr::seq(vec![encode_expr(re, escapes), Expr::from_hir(tail)])
+        }
+        other => Expr::from_hir(Hir::concat(vec![encode(other, escapes), tail])),
+    }
+}
+
 /// The JSON text (between the quotes) of the strings of `re`, as a grammar expression whose
 /// counted repetitions are grammar repetitions: the engine then sees what a bounded
 /// repetition costs (a copy per count) when it decides what to fold into one terminal.
@@ -29,7 +78,7 @@ const SHORT_ESCAPES: [(char, u8); 8] = [
 /// lexeme: an unbounded part of it lowered on its own (`.*x`, the `[a-z]*` of `[A-Z][a-z]*`)
 /// would be a lexeme that may end after any character, each end a second scan waiting for
 /// what follows, and every token inside the string walked with the whole automaton.
-pub(crate) fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
+fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
     if out_of_time() {
         return Expr::from_hir(Hir::fail());
     }

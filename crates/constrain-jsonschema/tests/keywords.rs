@@ -339,13 +339,20 @@ fn ends_anywhere_before_more(expr: &Expr) -> bool {
     }
 }
 
-/// A pattern whose text ends in an unbounded part (`[a-z]*`, `(x+/?)+`) is one expression
-/// with its quotes: split, the part would be a lexeme that may end before every character,
-/// a second scan waiting for the closing quote all through the string.
+/// A string whose text ends in an unbounded part (`[a-z]*`, `(x+/?)+`, the rest after a
+/// `minLength`) has that part in one expression with the closing quote: on its own, the
+/// part would be a lexeme that may end before every character, a second scan waiting for
+/// the quote all through the string.
 #[test]
 fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
-    for pattern in ["^[A-Z][a-z]*$", "^(/)?([^/]+(/)?)+$", "^https://.+$"] {
-        let schema = json!({"type": "string", "pattern": pattern});
+    let schemas = [
+        json!({"type": "string", "pattern": "^[A-Z][a-z]*$"}),
+        json!({"type": "string", "pattern": "^(/)?([^/]+(/)?)+$"}),
+        json!({"type": "string", "pattern": "^https://.+$"}),
+        json!({"type": "string", "minLength": 20}),
+        json!({"type": "string", "pattern": "^[a-z]{2,4}-.*$"}),
+    ];
+    for schema in schemas {
         let compiled = constrain_jsonschema::compile(&schema, &Options::default())
             .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
         assert!(
@@ -353,7 +360,7 @@ fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
                 .grammar
                 .rules()
                 .any(|(_, _, body)| ends_anywhere_before_more(body)),
-            "{pattern}"
+            "{schema}"
         );
     }
     check(
@@ -365,6 +372,11 @@ fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
         json!({"type": "string", "pattern": "^[A-Z][a-z]*$"}),
         &[json!("A"), json!("Abc")],
         &[json!("a"), json!("AB"), json!("")],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[a-z]{2,4}-.*$", "minLength": 6}),
+        &[json!("ab-cde"), json!("abcd-\"é\"")],
+        &[json!("ab-cd"), json!("a-cdef"), json!("abcde-f")],
     );
 }
 

@@ -296,6 +296,39 @@ pub fn unordered_record_grammar() -> Grammar {
     single_rule(Expr::seq(vec![lit("{"), body, lit("}")]))
 }
 
+/// Two records in any order whose `name` values are read by two lexemes at once: any
+/// string in one, from 3 to 12 letters and spaces in the other (with a `tag` member).
+/// Inside the name, the state holds a scan of each.
+pub fn two_records_grammar() -> Grammar {
+    let any_string = re(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#);
+    let short = re(r#""[a-z ]{3,12}""#);
+    let record = |name: &Expr, other: (&str, Expr)| {
+        Expr::seq(vec![
+            lit("{"),
+            Expr::unordered(Unordered {
+                members: vec![
+                    UnorderedMember {
+                        expr: member("name", name),
+                        required: true,
+                    },
+                    UnorderedMember {
+                        expr: member(other.0, &other.1),
+                        required: false,
+                    },
+                ],
+                extra: None,
+                separator: lit(", "),
+                allow_empty: false,
+            }),
+            lit("}"),
+        ])
+    };
+    single_rule(Expr::alt(vec![
+        record(&any_string, ("id", re("[0-9]{1,4}"))),
+        record(&short, ("tag", re("[a-z]{1,6}"))),
+    ]))
+}
+
 /// Longest body of the words strings of [`words_graph_grammar`].
 pub const WORDS_MAX_LEN: usize = 10;
 /// Most words in such a body.

@@ -38,10 +38,7 @@ pub(crate) fn quoted(body: Hir) -> Expr {
 /// A JSON string whose decoded value is in `re`; the compile-time error (at `pointer`) when
 /// the deadline passes while it is spelled.
 pub(crate) fn string_of(re: &Re, escapes: Escapes, pointer: &str) -> Result<Expr, SchemaError> {
-    let expr = match json_text::encode_expr(re, escapes) {
-        Expr::Regex(body) => quoted(*body),
-        body => Expr::seq(vec![Expr::literal("\""), body, Expr::literal("\"")]),
-    };
+    let expr = json_text::quoted_expr(re, escapes);
     if let Err(late) = crate::deadline::check(pointer) {
         constrain_engine::free_in_background(expr);
         return Err(late);
