@@ -12,6 +12,15 @@ use crate::ir::{
 use crate::number::{compare, number_re, Bound, Decimal, Kind};
 use crate::re::{dfa, Re};
 
+/// Whether `set` allows no key but its declared ones (`additionalProperties: false`).
+fn only_declared_keys(set: &ObjectSet) -> bool {
+    set.rules.iter().any(|r| {
+        r.value == Node::Nothing
+            && matches!(&r.keys, KeySet::Other { names, langs }
+                if langs.is_empty() && names.iter().all(|n| set.prop(n).is_some()))
+    })
+}
+
 /// The larger of two lower bounds.
 pub(crate) fn max_lo(a: Bound, b: Bound) -> Bound {
     match compare(&a.value, &b.value) {
@@ -285,6 +294,27 @@ impl Ctx<'_> {
             .any(|k| set.prop(k) == Some(&Node::Nothing))
         {
             return Ok(None);
+        }
+        if only_declared_keys(&set) && !set.some.is_empty() {
+            // A member that must exist with any value, under any key the object may have,
+            // is any member: the object is not empty. (Left as a constraint, it is a state
+            // bit of the object's grammar: a `oneOf` of closed objects that share `{}`
+            // spelled every order of the members twice.)
+            let mut kept = Vec::new();
+            for e in std::mem::take(&mut set.some) {
+                let mut any_member = e.value == Node::Any;
+                for (name, node) in &set.props {
+                    if any_member && *node != Node::Nothing {
+                        any_member = self.lang_matches(&e.keys, name)?;
+                    }
+                }
+                if any_member {
+                    set.min = set.min.max(1);
+                } else {
+                    kept.push(e);
+                }
+            }
+            set.some = kept;
         }
         if set
             .max
