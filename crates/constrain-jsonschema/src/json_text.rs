@@ -35,8 +35,9 @@ pub(crate) fn quoted_expr(re: &Re, escapes: Escapes) -> Expr {
 /// [`encode_expr`] of `re` followed by `tail` (the closing quote). From the first part of
 /// unbounded length on, when no counted repetition follows it, the text is one expression
 /// with the tail: a piece of its own, such a part would be a lexeme that may end after any
-/// character (the `[^"]*` of a `minLength`, `x{3}.*`), each end a second scan waiting for
-/// what follows, and every token inside the string walked with the whole automaton.
+/// character (the `.*` of `x{3}.*`, the `[0-9]*` of `[a-z]{2}[0-9]*`), each end a second
+/// scan waiting for what follows, and every token inside the string walked with the whole
+/// automaton.
 fn encode_expr_then(re: &Re, escapes: Escapes, tail: Hir) -> Expr {
     if out_of_time() {
         return Expr::from_hir(Hir::fail());
@@ -75,9 +76,7 @@ fn encode_expr_then(re: &Re, escapes: Escapes, tail: Hir) -> Expr {
 /// counted repetitions are grammar repetitions: the engine then sees what a bounded
 /// repetition costs (a copy per count) when it decides what to fold into one terminal.
 /// Without them the text is one expression, so that the string, quotes included, is one
-/// lexeme: an unbounded part of it lowered on its own (`.*x`, the `[a-z]*` of `[A-Z][a-z]*`)
-/// would be a lexeme that may end after any character, each end a second scan waiting for
-/// what follows, and every token inside the string walked with the whole automaton.
+/// lexeme (see [`encode_expr_then`] for what a split unbounded part costs).
 fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
     if out_of_time() {
         return Expr::from_hir(Hir::fail());

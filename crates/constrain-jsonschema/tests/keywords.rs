@@ -5,7 +5,7 @@
 mod common;
 
 use common::{byte_index, Checked};
-use constrain_engine::Expr;
+use constrain_engine::{Expr, Grammar};
 use constrain_jsonschema::{Options, PropertyOrder};
 use serde_json::{json, Value};
 
@@ -30,6 +30,12 @@ fn any_order() -> Options {
         property_order: PropertyOrder::Any,
         ..Options::default()
     }
+}
+
+fn grammar_in_any_order(schema: &Value) -> Grammar {
+    constrain_jsonschema::compile(schema, &any_order())
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"))
+        .grammar
 }
 
 #[test]
@@ -412,10 +418,7 @@ fn undeclared_keys_cut_by_patterns_are_spelled_as_their_automaton() {
         },
         "additionalProperties": {"type": "integer"}
     });
-    let compiled = constrain_jsonschema::compile(&schema, &any_order())
-        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
-    let largest = compiled
-        .grammar
+    let largest = grammar_in_any_order(&schema)
         .rules()
         .map(|(_, _, body)| largest_regular(body))
         .max()
@@ -811,9 +814,7 @@ fn one_of_branches_disjoint_in_context_stay_a_plain_union() {
         json!({"type": "object", "required": ["kind"], "allOf": [kinds.clone()]}),
     ];
     for schema in schemas {
-        let compiled = constrain_jsonschema::compile(&schema, &any_order())
-            .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
-        let rules = compiled.grammar.rule_count();
+        let rules = grammar_in_any_order(&schema).rule_count();
         // With complements of the other branches: 67 to 69 rules.
         assert!(rules < 30, "{schema}: {rules} rules");
         check_with(
@@ -856,9 +857,7 @@ fn one_of_untyped_object_branches_subtract_only_the_types_they_share() {
             "additionalProperties": false
         }
     ]});
-    let compiled = constrain_jsonschema::compile(&schema, &any_order())
-        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
-    let rules = compiled.grammar.rule_count();
+    let rules = grammar_in_any_order(&schema).rule_count();
     // With the other branch subtracted from the objects too: 104 rules.
     assert!(rules < 20, "{rules} rules");
     check_with(
@@ -896,9 +895,7 @@ fn one_of_closed_objects_sharing_only_the_empty_one() {
             "definition": {"type": "boolean"}
         }}
     ]});
-    let compiled = constrain_jsonschema::compile(&schema, &any_order())
-        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
-    let rules = compiled.grammar.rule_count();
+    let rules = grammar_in_any_order(&schema).rule_count();
     // With a member required to exist: 109 rules.
     assert!(rules < 30, "{rules} rules");
     check_with(
