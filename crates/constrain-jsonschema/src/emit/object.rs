@@ -272,7 +272,8 @@ impl Emitter<'_, '_> {
         })
     }
 
-    /// Undeclared keys, partitioned by the rules that apply to them: (keys, value schema).
+    /// Undeclared keys, partitioned by the rules that apply to them, each part with its value
+    /// schema.
     fn regions(&mut self, o: &ObjectSet) -> Result<Vec<Region>, SchemaError> {
         let declared: Vec<String> = o.props.iter().map(|(k, _)| k.clone()).collect();
         let rules: Vec<_> = o
@@ -418,7 +419,7 @@ impl Emitter<'_, '_> {
     /// small automata whose expressions repeat the large spelling of "any other character"
     /// (raw multi-byte characters, escapes) once per path: 12,000 NFA states, 2 ms to build
     /// at the first key of each object, where the graph spells it once per state.
-    fn key_of(&mut self, keys: &Re, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
+    fn key_of(&self, keys: &Re, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
         let escapes = self.ctx.options.escapes;
         let expr = string_of(keys, escapes, &self.pointer)?;
         let Some(automaton) = automaton else {
