@@ -1294,8 +1294,11 @@ static STRING_CHAR_SEQUENCES: std::sync::LazyLock<Vec<Vec<(u8, u8)>>> =
             .iter()
             .map(|&r| vec![r])
             .collect();
-        for seq in Utf8Sequences::new('\u{80}', char::MAX) {
-            sequences.push(seq.as_slice().iter().map(|r| (r.start, r.end)).collect());
+        // Around the line separators, U+2028 and U+2029 (`token_index::LINE_SEPARATORS`).
+        for (lo, hi) in [('\u{80}', '\u{2027}'), ('\u{202A}', char::MAX)] {
+            for seq in Utf8Sequences::new(lo, hi) {
+                sequences.push(seq.as_slice().iter().map(|r| (r.start, r.end)).collect());
+            }
         }
         sequences
     });
@@ -1799,6 +1802,32 @@ mod tests {
         assert!(
             lexer.free_in_strings(ending),
             "a match after the quote is not reached through string characters"
+        );
+    }
+
+    #[test]
+    fn a_dot_that_leaves_out_the_line_separators_is_free_in_strings() {
+        // `^.+@.+$` as JSON text: ECMA-262's `.` matches neither U+2028 nor U+2029.
+        let dot = r#"[^"\\\x00-\x1F\x{2028}\x{2029}]"#;
+        let mut lexer = lexer(&[
+            &format!(r#""{dot}+@{dot}+""#),
+            r#""[^"\\\x00-\x1F\x{2029}]*""#,
+        ]);
+        let address = read(&mut lexer, 0, br#""user@ex"#);
+        assert!(lexer.free_in_strings(address));
+        assert_eq!(
+            lexer.string_radius(address).expect("within limits"),
+            MAX_RADIUS
+        );
+        let one_left_out = read(&mut lexer, 1, br#""ab"#);
+        assert!(
+            lexer.free_in_strings(one_left_out),
+            "U+2029 is not a string character"
+        );
+        assert!(!crate::token_index::is_string_char('\u{2028}'));
+        assert!(
+            crate::token_index::is_string_char('\u{2027}')
+                && crate::token_index::is_string_char('\u{202A}')
         );
     }
 

@@ -533,9 +533,16 @@ impl TokenIndex {
 /// Characters a JSON string holds unescaped: what string bodies, free text and
 /// most of a vocabulary (every script, not only ASCII) are made of. A walk that reaches a state
 /// that never dies or ends on them can take a whole subtree of them at once (see `mask.rs`).
+///
+/// The line separators U+2028 and U+2029 are left out: ECMA-262's `.` does not match them, so
+/// the `.+` of a pattern (`^.+@.+$`) lives through every other string character, and its
+/// lexer states are free in strings; the few tokens holding them are walked one by one.
 pub(crate) fn is_string_char(c: char) -> bool {
-    c >= ' ' && c != '"' && c != '\\'
+    c >= ' ' && c != '"' && c != '\\' && !LINE_SEPARATORS.contains(&c)
 }
+
+/// The characters ECMA-262's `.` leaves out beyond ASCII (see [`is_string_char`]).
+pub(crate) const LINE_SEPARATORS: [char; 2] = ['\u{2028}', '\u{2029}'];
 
 /// `from[k]` for `k` in `0..=bytes.len()`: how many characters `bytes[k..]` holds if it is a
 /// run of [`is_string_char`] characters (capped at 255), `None` if it is not. The last
@@ -584,7 +591,8 @@ fn chars_before_control(bytes: &[u8]) -> Option<u8> {
 
 /// Whether `bytes`, shorter than the character its first byte announces, begins the UTF-8
 /// encoding of some character (the ranges of RFC 3629, section 4: no overlong form, no
-/// surrogate, nothing above U+10FFFF). Every character beyond ASCII is a string character.
+/// surrogate, nothing above U+10FFFF). Every character beyond ASCII is a string character but
+/// the line separators, and their first bytes begin string characters too (U+2000 to U+2027).
 fn starts_a_character(bytes: &[u8]) -> bool {
     let second = match bytes.first() {
         Some(0xC2..=0xDF | 0xE1..=0xEC | 0xEE..=0xEF | 0xF1..=0xF3) => 0x80..=0xBF,

@@ -117,6 +117,14 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
         ),
         ("shared values", shared_values_grammar()),
         ("two records", two_records_grammar()),
+        (
+            // ECMA-262's `.` as JSON text: no line separators (U+2028, U+2029).
+            "dot pattern",
+            Grammar::from_regex(
+                r#""[^"\\\x00-\x1F\x{2028}\x{2029}]+@[^"\\\x00-\x1F\x{2028}\x{2029}]+""#,
+            )
+            .unwrap(),
+        ),
         ("words graph", words_graph_grammar()),
         (
             "words graph with edge bounds",
