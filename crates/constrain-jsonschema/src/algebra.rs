@@ -343,14 +343,15 @@ impl Ctx<'_> {
             return Ok(Node::any_of(branches));
         }
         let n = branches.len();
-        let mut overlaps: Vec<Vec<usize>> = vec![Vec::new(); n];
+        // Per branch: the branches it may overlap with, and their intersection.
+        let mut overlaps: Vec<Vec<(usize, Node)>> = vec![Vec::new(); n];
         let mut any_overlap = None;
         for i in 0..n {
             for j in i + 1..n {
                 let both = self.meet(&branches[i], &branches[j], pointer)?;
                 if !self.is_empty(&both, 0) {
-                    overlaps[i].push(j);
-                    overlaps[j].push(i);
+                    overlaps[i].push((j, both.clone()));
+                    overlaps[j].push((i, both));
                     any_overlap.get_or_insert((i, j));
                 }
             }
@@ -362,15 +363,15 @@ impl Ctx<'_> {
         let mut exact = Vec::with_capacity(n);
         for i in 0..n {
             let mut x = branches[i].clone();
-            for &j in &overlaps[i] {
-                let subtracted =
-                    match self.restricted_to_shared_types(&branches[i], &branches[j], pointer) {
-                        Ok(part) => part,
-                        Err(SchemaError::TooComplex { what, .. }) => {
-                            return self.one_of_fallback(branches, pointer, i0, j0, &what)
-                        }
-                        Err(e) => return Err(e),
-                    };
+            for (j, both) in std::mem::take(&mut overlaps[i]) {
+                let subtracted = match self.restricted_to_shared_types(&both, &branches[j], pointer)
+                {
+                    Ok(part) => part,
+                    Err(SchemaError::TooComplex { what, .. }) => {
+                        return self.one_of_fallback(branches, pointer, i0, j0, &what)
+                    }
+                    Err(e) => return Err(e),
+                };
                 let not_j = match self.complement(&subtracted, pointer) {
                     Ok(c) => c,
                     Err(SchemaError::Unsupported { reason, .. }) => {
@@ -394,23 +395,23 @@ impl Ctx<'_> {
         Ok(Node::any_of(exact))
     }
 
-    /// Branch `b` restricted to the JSON types in which it may share a value with `a`.
+    /// Branch `b` restricted to the JSON types of `both`, its intersection with the branch it
+    /// is subtracted from.
     ///
     /// Branches without a `type` keyword overlap in every type the other leaves open (two
     /// object schemas both accept every string): subtracting all of `b` from `a` would spell
     /// out the complement of `b`'s object constraints where only its strings were shared.
     fn restricted_to_shared_types(
         &mut self,
-        a: &Node,
+        both: &Node,
         b: &Node,
         pointer: &str,
     ) -> Result<Node, SchemaError> {
-        let both = self.meet(a, b, pointer)?;
         let mut shared = [false; 6];
         for (k, slot) in shared.iter_mut().enumerate() {
             let mut one = [false; 6];
             one[k] = true;
-            let part = self.meet(&both, &Node::typed(Typed::of_types(one)), pointer)?;
+            let part = self.meet(both, &Node::typed(Typed::of_types(one)), pointer)?;
             *slot = !self.is_empty(&part, 0);
         }
         if shared.iter().all(|&s| s) {
