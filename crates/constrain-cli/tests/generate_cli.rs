@@ -228,3 +228,65 @@ fn without_fast_forward_forced_text_is_sampled_and_the_output_still_validates() 
             > forced.stats()["sampled_tokens"].as_u64().unwrap()
     );
 }
+
+#[test]
+fn references_to_other_documents_come_from_resource_flags() {
+    let dir = scratch_dir("resources");
+    let types = dir.join("types.json");
+    std::fs::write(
+        &types,
+        r#"{"$defs": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 12},
+            "age": {"type": "integer", "minimum": 0, "maximum": 120}
+        }}"#,
+    )
+    .unwrap();
+    let schema = dir.join("person.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object",
+            "properties": {
+                "name": {"$ref": "https://example.com/types.json#/$defs/name"},
+                "age": {"$ref": "https://example.com/types.json#/$defs/age"}
+            },
+            "required": ["name", "age"], "additionalProperties": false}"#,
+    )
+    .unwrap();
+    let schema_arg = schema.to_str().unwrap();
+    // Without the resource, the reference is an error naming where it is, before the model.
+    let run = constrain(
+        &["--model", "/nonexistent.gguf", "--schema", schema_arg, "x"],
+        None,
+    );
+    assert_clean_error(
+        &run,
+        &["https://example.com/types.json", "/properties/name/$ref"],
+    );
+    let resource = format!("https://example.com/types.json={}", types.display());
+    if model_available("references_to_other_documents_come_from_resource_flags") {
+        let args = generation_args(
+            &["--schema", schema_arg, "--resource", &resource],
+            "Bob is 42 years old. As JSON: ",
+            "64",
+            &["--temperature", "0"],
+        );
+        let run = constrain(&args, None);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        // The same schema with the definitions written in place.
+        let inline = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 12},
+                "age": {"type": "integer", "minimum": 0, "maximum": 120}
+            },
+            "required": ["name", "age"], "additionalProperties": false
+        });
+        let value: serde_json::Value = serde_json::from_str(&run.text()).unwrap();
+        assert!(
+            jsonschema::validator_for(&inline).unwrap().is_valid(&value),
+            "{}",
+            run.text()
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

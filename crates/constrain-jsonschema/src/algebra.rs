@@ -185,6 +185,10 @@ impl Ctx<'_> {
         let items = self.meet(&a.items, &b.items, pointer)?;
         let mut contains = a.contains.clone();
         push_unique(&mut contains, &b.contains);
+        let mut evaluated = a.evaluated.clone();
+        evaluated.prefix = evaluated.prefix.max(b.evaluated.prefix);
+        evaluated.all |= b.evaluated.all;
+        push_unique(&mut evaluated.contains, &b.evaluated.contains);
         let set = ArraySet {
             prefix,
             items,
@@ -192,6 +196,8 @@ impl Ctx<'_> {
             max: opt_min(a.max, b.max),
             contains,
             unique: a.unique || b.unique,
+            evaluated,
+            approximate: a.approximate || b.approximate,
         };
         Ok(normalize_array(set))
     }
@@ -676,6 +682,12 @@ impl Ctx<'_> {
     ) -> Result<Vec<ArraySet>, SchemaError> {
         if a.unique {
             return Err(self.unsupported_not(pointer, "uniqueItems"));
+        }
+        if a.approximate {
+            return Err(self.unsupported_not(
+                pointer,
+                "an array whose unevaluatedItems depend on which anyOf branches match",
+            ));
         }
         let mut out = Vec::new();
         if a.min > 0 {

@@ -12,12 +12,13 @@ pub(crate) fn compile(
 ) -> Result<Compiled, SchemaError> {
     let _deadline = crate::deadline::Guard::install(options.max_compile_time);
     let _string_sets = crate::strings::Combined::install();
-    let doc = Document::new(schema);
+    let doc = Document::new(schema, &options.resources);
     let base = doc.base_at("");
     let mut ctx = Ctx::new(options, doc);
     let root = ctx.schema_def(Location {
         pointer: String::new(),
         base,
+        scope: Default::default(),
     })?;
     let (grammar, mut warnings) = crate::emit::compile_root(&mut ctx, Node::Ref(root))?;
     // Parts spelled after the deadline passed are cut short (see `json_text`): a grammar

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 
-use crate::document::{Document, Location};
+use crate::document::{Document, DynamicScope, Location};
 use crate::error::{SchemaError, Warning, WarningKind};
 use crate::ir::{DefId, Node};
 use crate::re::Re;
@@ -68,7 +68,7 @@ pub(crate) struct Ctx<'a> {
     pub(crate) options: &'a Options,
     pub(crate) doc: Document<'a>,
     pub(crate) defs: Vec<Def>,
-    def_by_pointer: FxHashMap<String, DefId>,
+    def_by_location: FxHashMap<(String, DynamicScope), DefId>,
     meet_memo: FxHashMap<(Node, Node), DefId>,
     not_memo: FxHashMap<Node, DefId>,
     matchers: FxHashMap<Rc<Re>, regex_automata::meta::Regex>,
@@ -82,6 +82,8 @@ pub(crate) struct Ctx<'a> {
     /// What is known of the instance of the schema about to be parsed (see
     /// `Ctx::parse_within`); taken by the first schema object parsed.
     pub(crate) within: Option<Node>,
+    /// The dynamic anchors in force where parsing is.
+    pub(crate) scope: DynamicScope,
 }
 
 impl<'a> Ctx<'a> {
@@ -90,7 +92,7 @@ impl<'a> Ctx<'a> {
             options,
             doc,
             defs: Vec::new(),
-            def_by_pointer: FxHashMap::default(),
+            def_by_location: FxHashMap::default(),
             meet_memo: FxHashMap::default(),
             not_memo: FxHashMap::default(),
             matchers: FxHashMap::default(),
@@ -99,6 +101,7 @@ impl<'a> Ctx<'a> {
             fuel: FUEL,
             stack: Vec::new(),
             within: None,
+            scope: DynamicScope::default(),
         }
     }
 
@@ -136,15 +139,16 @@ impl<'a> Ctx<'a> {
         Ok(self.defs.len() - 1)
     }
 
-    /// The definition of the schema at `location`.
+    /// The definition of the schema at `location`: one per place and dynamic scope.
     pub(crate) fn schema_def(&mut self, location: Location) -> Result<DefId, SchemaError> {
-        if let Some(&id) = self.def_by_pointer.get(&location.pointer) {
+        let key = (location.pointer.clone(), location.scope.clone());
+        if let Some(&id) = self.def_by_location.get(&key) {
             return Ok(id);
         }
         let name = format!("#{}", location.pointer);
         let pointer = location.pointer.clone();
-        let id = self.add_def(name, pointer.clone(), Source::Schema(location))?;
-        self.def_by_pointer.insert(pointer, id);
+        let id = self.add_def(name, pointer, Source::Schema(location))?;
+        self.def_by_location.insert(key, id);
         Ok(id)
     }
 
@@ -235,7 +239,10 @@ impl<'a> Ctx<'a> {
                             pointer: loc.pointer.clone(),
                             reason: "nothing there".into(),
                         })?;
-                Ok(self.parse_schema(value, &loc.pointer, &loc.base, 0)?)
+                let outer = std::mem::replace(&mut self.scope, loc.scope.clone());
+                let parsed = self.parse_schema(value, &loc.pointer, &loc.base, 0);
+                self.scope = outer;
+                Ok(parsed?)
             }
             Source::Meet(a, b) => {
                 let a = self.expand(a)?;

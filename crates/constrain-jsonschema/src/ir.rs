@@ -300,6 +300,24 @@ pub(crate) struct ArraySet {
     pub(crate) max: Option<u64>,
     pub(crate) contains: Vec<Contains>,
     pub(crate) unique: bool,
+    /// Elements evaluated, for `unevaluatedItems` (not a constraint).
+    pub(crate) evaluated: EvaluatedItems,
+    /// The set is a subset of what the schema allows (`unevaluatedItems` over `anyOf`
+    /// branches): its complement would be too large, so it is never taken.
+    pub(crate) approximate: bool,
+}
+
+/// The elements that the array keywords of a schema evaluate (with those of the in-place
+/// subschemas it was combined with): what `unevaluatedItems` leaves alone. Collected only in
+/// documents that have `unevaluatedItems`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct EvaluatedItems {
+    /// The first this many elements (`prefixItems`).
+    pub(crate) prefix: usize,
+    /// Every element (`items`, `unevaluatedItems`).
+    pub(crate) all: bool,
+    /// The elements that match one of these (`contains`).
+    pub(crate) contains: Vec<Node>,
 }
 
 impl Default for ArraySet {
@@ -311,6 +329,8 @@ impl Default for ArraySet {
             max: None,
             contains: Vec::new(),
             unique: false,
+            evaluated: EvaluatedItems::default(),
+            approximate: false,
         }
     }
 }
@@ -323,6 +343,8 @@ impl ArraySet {
             && self.max.is_none()
             && self.contains.is_empty()
             && !self.unique
+            // Kept for `unevaluatedItems`, which reads what it evaluates.
+            && self.evaluated == EvaluatedItems::default()
     }
 
     /// The schema of the element at `index`.
@@ -368,7 +390,8 @@ pub(crate) struct Exists {
 
 /// The keys an object schema's `properties`, `patternProperties` and `additionalProperties`
 /// evaluate (with those of the in-place subschemas it was combined with): what
-/// `unevaluatedProperties` leaves alone.
+/// `unevaluatedProperties` leaves alone. Collected only in documents that have
+/// `unevaluatedProperties`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub(crate) struct Evaluated {
     pub(crate) names: Vec<String>,
@@ -407,6 +430,8 @@ impl ObjectSet {
             && self.max.is_none()
             && self.names.is_empty()
             && self.some.is_empty()
+            // Kept for `unevaluatedProperties`, which reads what it evaluates.
+            && self.evaluated == Evaluated::default()
     }
 
     pub(crate) fn prop(&self, name: &str) -> Option<&Node> {

@@ -31,8 +31,12 @@
 //! `maximum`, `exclusiveMinimum`/`exclusiveMaximum` (also draft 4's boolean form),
 //! `multipleOf`, `allOf` (intersected), `anyOf`, `oneOf`, `not`, `if`/`then`/`else`, `$ref`
 //! with `$defs`/`definitions`, `$id`, `$anchor`, JSON pointers with `~0`, `~1` and percent
-//! escapes, and recursion. `unevaluatedProperties` is exact without in-place applicators; next
-//! to them it considers one `anyOf` branch at a time (stricter when several match).
+//! escapes, and recursion; `$dynamicRef`/`$dynamicAnchor` (and 2019-09's
+//! `$recursiveRef`/`$recursiveAnchor`), a schema being read once per dynamic scope it is
+//! reached in; references to other documents registered in [`Options::resources`] (nothing is
+//! fetched). `unevaluatedProperties` and `unevaluatedItems` are exact without in-place
+//! applicators; next to them they consider one `anyOf` branch at a time (stricter when several
+//! match).
 //!
 //! `oneOf` is exact: branches that cannot overlap become a union; overlapping ones become
 //! "this branch and none of the others", which needs the complement of the others. Overlap is
@@ -45,8 +49,8 @@
 //! `uniqueItems` or of a `format` enforced on a subset is an error.
 //!
 //! Not supported (an error naming the keyword): `uniqueItems` unless the elements come from a
-//! small finite set (`enum`, booleans, null); `unevaluatedItems` next to in-place
-//! applicators; `$dynamicRef`/`$recursiveRef`; references outside the document; a
+//! small finite set (`enum`, booleans, null); references to documents that are neither the
+//! schema nor registered; a
 //! `minProperties` that undeclared keys would have to reach (they count once toward it: two
 //! of them may spell the same key); the `regex`
 //! format; look-behind, back-references and word boundaries in patterns (look-ahead right after

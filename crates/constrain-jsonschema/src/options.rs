@@ -181,6 +181,12 @@ pub struct Options {
     /// Wall-clock budget of one compilation; past it, compilation stops with
     /// [`SchemaError::TooComplex`](crate::SchemaError::TooComplex). `None` for no limit.
     pub max_compile_time: Option<std::time::Duration>,
+    /// Schema documents a `$ref` may name by URI besides the schema itself (the schemas of a
+    /// tool's shared types, a meta-schema...), each under the URI it is retrieved by. Nothing
+    /// is ever fetched: a reference to any other document is an
+    /// [`UnresolvedRef`](crate::SchemaError::UnresolvedRef) error. A resource the schema
+    /// itself defines (with `$id`) takes precedence.
+    pub resources: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl Options {
@@ -202,6 +208,7 @@ impl Default for Options {
             max_any_order_properties: 6,
             assert_formats: true,
             max_compile_time: Some(Options::DEFAULT_COMPILE_TIME),
+            resources: Default::default(),
         }
     }
 }

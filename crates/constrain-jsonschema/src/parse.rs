@@ -10,7 +10,8 @@ use crate::document::{Draft, Location};
 use crate::error::{SchemaError, WarningKind};
 use crate::formats;
 use crate::ir::{
-    ArraySet, Contains, Evaluated, KeyRule, KeySet, Node, NumberSet, ObjectSet, StringSet, Typed,
+    ArraySet, Contains, Evaluated, EvaluatedItems, KeyRule, KeySet, Node, NumberSet, ObjectSet,
+    StringSet, Typed,
 };
 use crate::number::{Bound, Decimal};
 use crate::re::{ecma, Re};
@@ -160,7 +161,14 @@ impl Ctx<'_> {
                         limit: MAX_SCHEMA_DEPTH,
                     });
                 }
-                self.parse_object(map, pointer, base, depth)
+                let base = self.own_base(map, pointer, base);
+                let inner = self.doc.enter(&self.scope, &base);
+                let outer = inner.map(|inner| std::mem::replace(&mut self.scope, inner));
+                let parsed = self.parse_object(map, pointer, &base, depth);
+                if let Some(outer) = outer {
+                    self.scope = outer;
+                }
+                parsed
             }
             _ => Err(self.invalid(pointer, "a schema must be an object or a boolean")),
         }
@@ -253,6 +261,55 @@ impl Ctx<'_> {
         Ok(Some(out))
     }
 
+    /// The base URI inside a schema object read with `base`: changed by its `$id`, unless
+    /// that is an anchor or, up to draft 7, `$ref` overrides it.
+    fn own_base(&self, map: &Map<String, Value>, pointer: &str, base: &Uri) -> Uri {
+        let draft = self.doc.draft_at(pointer);
+        let Some(id) = map.get(draft.id_keyword()).and_then(Value::as_str) else {
+            return base.clone();
+        };
+        let ignored = id.starts_with('#') || (draft <= Draft::Draft7 && map.contains_key("$ref"));
+        if ignored {
+            base.clone()
+        } else {
+            base.resolve(id).without_fragment()
+        }
+    }
+
+    /// Where the schema object's reference `kw` (`$ref`, `$dynamicRef` or `$recursiveRef`)
+    /// leads, with the dynamic scope in force.
+    fn reference(
+        &self,
+        map: &Map<String, Value>,
+        kw: &str,
+        pointer: &str,
+        base: &Uri,
+    ) -> Result<Option<Location>, SchemaError> {
+        let Some(r) = map.get(kw) else {
+            return Ok(None);
+        };
+        let ref_ptr = child(pointer, kw);
+        let Some(r) = r.as_str() else {
+            return Err(self.invalid(&ref_ptr, format!("'{kw}' must be a string")));
+        };
+        let target = match kw {
+            "$ref" => self.doc.resolve(base, r),
+            _ => self
+                .doc
+                .resolve_dynamic(base, r, kw == "$recursiveRef", &self.scope),
+        }
+        .map_err(|reason| SchemaError::UnresolvedRef {
+            reference: r.to_string(),
+            pointer: pointer_or_root(&ref_ptr),
+            reason,
+        })?;
+        Ok(Some(Location {
+            base: self.doc.base_at(&target),
+            pointer: target,
+            scope: self.scope.clone(),
+        }))
+    }
+
     fn parse_object(
         &mut self,
         map: &Map<String, Value>,
@@ -266,39 +323,21 @@ impl Ctx<'_> {
             .within
             .take()
             .filter(|_| !map.contains_key("unevaluatedProperties"));
-        let draft = self.doc.draft;
-        let mut base = base.clone();
-        if let Some(id) = map.get(draft.id_keyword()).and_then(Value::as_str) {
-            let ignored =
-                id.starts_with('#') || (draft <= Draft::Draft7 && map.contains_key("$ref"));
-            if !ignored {
-                base = base.resolve(id).without_fragment();
-            }
-        }
-        let base = &base;
+        let draft = self.doc.draft_at(pointer);
         let mut node = Node::Any;
-        if let Some(r) = map.get("$ref") {
-            let ref_ptr = child(pointer, "$ref");
-            let Some(r) = r.as_str() else {
-                return Err(self.invalid(&ref_ptr, "'$ref' must be a string"));
+        for kw in ["$ref", "$dynamicRef", "$recursiveRef"] {
+            let Some(target) = self.reference(map, kw, pointer, base)? else {
+                continue;
             };
-            let target =
-                self.doc
-                    .resolve(base, r)
-                    .map_err(|reason| SchemaError::UnresolvedRef {
-                        reference: r.to_string(),
-                        pointer: pointer_or_root(&ref_ptr),
-                        reason,
-                    })?;
-            let target_base = self.doc.base_at(&target);
-            let def = self.schema_def(Location {
-                pointer: target,
-                base: target_base,
-            })?;
+            let def = self.schema_def(target)?;
             if draft <= Draft::Draft7 {
                 return Ok(Node::Ref(def));
             }
-            node = Node::Ref(def);
+            // Several references all apply (`$ref` beside `$dynamicRef`).
+            node = match node {
+                Node::Any => Node::Ref(def),
+                _ => self.meet(&node, &Node::Ref(def), pointer)?,
+            };
         }
         for key in map.keys() {
             let k = key.as_str();
@@ -314,15 +353,6 @@ impl Ctx<'_> {
                 WarningKind::UnknownKeyword,
                 "not a JSON Schema keyword: ignored",
             );
-        }
-        for kw in ["$dynamicRef", "$recursiveRef"] {
-            if map.contains_key(kw) {
-                self.unsupported(
-                    &child(pointer, kw),
-                    kw,
-                    "dynamic references are not supported",
-                )?;
-            }
         }
 
         let types = self.types(map, pointer)?;
@@ -360,7 +390,7 @@ impl Ctx<'_> {
             node = self.meet(&node, &c, pointer)?;
         }
         // Draft 4 has no conditionals: there `if` is an unknown word, its subschema unread.
-        let cond = if self.doc.draft == Draft::Draft4 {
+        let cond = if draft == Draft::Draft4 {
             None
         } else {
             self.sub(map, "if", pointer, base, depth)?
@@ -376,9 +406,10 @@ impl Ctx<'_> {
                 None => None,
             };
             let otherwise = self.sub(map, "else", pointer, base, depth)?;
-            // `unevaluatedProperties` sees the annotations of a passing `if`: keep it even when
-            // there is no `then` or `else`.
-            let keep = map.contains_key("unevaluatedProperties");
+            // `unevaluatedProperties` and `unevaluatedItems` see the annotations of a passing
+            // `if`: keep it even when there is no `then` or `else`.
+            let keep =
+                map.contains_key("unevaluatedProperties") || map.contains_key("unevaluatedItems");
             let c = self.if_then_else(cond, then, otherwise, keep, &child(pointer, "if"))?;
             node = self.meet(&node, &c, pointer)?;
         }
@@ -392,11 +423,114 @@ impl Ctx<'_> {
                     // Annotations of branches that simplification merged away (an `anyOf` with
                     // a `true` branch...) are lost, which only makes the result stricter:
                     // marked as a subset, it is never complemented.
-                    node = mark_approximate(&self.unevaluated_properties(&node, &u, &ptr, 0)?);
+                    node = mark_approximate(
+                        &self.unevaluated_properties(&node, &u, &ptr)?,
+                        Narrowed::Objects,
+                    );
+                }
+            }
+        }
+        if let Some(u) = map.get("unevaluatedItems") {
+            if (has_in_place_applicator(map) || map.contains_key("contains"))
+                && !evaluates_every_item(map)
+            {
+                let ptr = child(pointer, "unevaluatedItems");
+                let u = self.parse_schema(u, &ptr, base, depth + 1)?;
+                if u != Node::Any {
+                    // As for properties: each `anyOf` branch alone evaluates less.
+                    node = mark_approximate(
+                        &self.unevaluated_items(&node, &u, &ptr)?,
+                        Narrowed::Arrays,
+                    );
                 }
             }
         }
         Ok(node)
+    }
+
+    /// `node` with `apply` applied to each of its typed branches, through unions and
+    /// references, for the `unevaluated*` keyword `keyword`: a branch that allows every value
+    /// is `Typed::all()`, and a literal is kept where that allows it.
+    fn each_typed_branch(
+        &mut self,
+        node: &Node,
+        keyword: &str,
+        pointer: &str,
+        depth: usize,
+        apply: &mut dyn FnMut(&mut Self, &Typed) -> Result<Node, SchemaError>,
+    ) -> Result<Node, SchemaError> {
+        let unsupported = |reason: &str| SchemaError::Unsupported {
+            keyword: keyword.into(),
+            pointer: pointer_or_root(pointer),
+            reason: reason.into(),
+        };
+        if depth > 16 {
+            return Err(unsupported(
+                "references nested too deeply to collect the annotations it reads",
+            ));
+        }
+        match node {
+            Node::Nothing => Ok(Node::Nothing),
+            Node::Any => apply(self, &Typed::all()),
+            Node::Const(_) => {
+                // Literals evaluate nothing.
+                let any = apply(self, &Typed::all())?;
+                self.meet(node, &any, pointer)
+            }
+            Node::AnyOf(parts) => {
+                let mut out = Vec::with_capacity(parts.len());
+                for p in parts.iter() {
+                    out.push(self.each_typed_branch(p, keyword, pointer, depth, apply)?);
+                }
+                // An instance matching several branches has the annotations of all of them;
+                // each branch alone evaluates less, so the union may only be a subset.
+                Ok(Node::any_of(out))
+            }
+            Node::Ref(_) => {
+                let body = match self.expand(node) {
+                    Ok(b) => b,
+                    Err(Fail::InProgress(_)) => {
+                        return Err(unsupported("on a schema that refers to itself"))
+                    }
+                    Err(Fail::Error(e)) => return Err(e),
+                };
+                self.each_typed_branch(&body, keyword, pointer, depth + 1, apply)
+            }
+            Node::Typed(t) => apply(self, t),
+        }
+    }
+
+    /// `node` with `unevaluatedItems: u` applied to every array it allows: elements that
+    /// none of its (combined) `prefixItems`, `items` and `contains` evaluated must be in `u`.
+    fn unevaluated_items(
+        &mut self,
+        node: &Node,
+        u: &Node,
+        pointer: &str,
+    ) -> Result<Node, SchemaError> {
+        self.each_typed_branch(node, "unevaluatedItems", pointer, 0, &mut |ctx, t| {
+            let Some(a) = t.array.as_ref().filter(|a| !a.evaluated.all) else {
+                return Ok(Node::typed(t.clone()));
+            };
+            let mut a = a.clone();
+            // An element past the evaluated prefix is in `u` unless a `contains` evaluated it.
+            let mut unevaluated = vec![u.clone()];
+            unevaluated.extend(a.evaluated.contains.iter().cloned());
+            let unevaluated = Node::any_of(unevaluated);
+            let evaluated = a.evaluated.prefix;
+            while a.prefix.len() < evaluated {
+                a.prefix.push(a.items.clone());
+            }
+            for p in a.prefix.iter_mut().skip(evaluated) {
+                *p = ctx.meet(p, &unevaluated, pointer)?;
+            }
+            a.items = ctx.meet(&a.items, &unevaluated, pointer)?;
+            a.evaluated.all = true;
+            Ok(Node::typed(Typed {
+                array: crate::algebra::normalize_array(a),
+                ..t.clone()
+            }))
+        })
     }
 
     /// `node` with `unevaluatedProperties: u` applied to every object it allows: keys that
@@ -407,99 +541,36 @@ impl Ctx<'_> {
         node: &Node,
         u: &Node,
         pointer: &str,
-        depth: usize,
     ) -> Result<Node, SchemaError> {
-        if depth > 16 {
-            return Err(SchemaError::Unsupported {
-                keyword: "unevaluatedProperties".into(),
-                pointer: pointer_or_root(pointer),
-                reason: "references nested too deeply to collect evaluated properties".into(),
+        self.each_typed_branch(node, "unevaluatedProperties", pointer, 0, &mut |ctx, t| {
+            let Some(o) = t.object.as_ref().filter(|o| !o.evaluated.all) else {
+                return Ok(Node::typed(t.clone()));
+            };
+            let mut o = o.clone();
+            let names = o.evaluated.names.clone();
+            let langs = o.evaluated.langs.clone();
+            for (k, n) in o.props.iter_mut() {
+                let mut evaluated = names.contains(k);
+                for l in &langs {
+                    evaluated = evaluated || ctx.lang_matches(l, k)?;
+                }
+                if !evaluated {
+                    *n = ctx.meet(n, u, pointer)?;
+                }
+            }
+            o.rules.push(KeyRule {
+                keys: KeySet::Other {
+                    names: names.into(),
+                    langs: langs.into(),
+                },
+                value: u.clone(),
             });
-        }
-        match node {
-            Node::Nothing => Ok(Node::Nothing),
-            Node::Any => {
-                let set = ObjectSet {
-                    rules: vec![KeyRule {
-                        keys: KeySet::Other {
-                            names: Vec::new().into(),
-                            langs: Vec::new().into(),
-                        },
-                        value: u.clone(),
-                    }],
-                    evaluated: Evaluated {
-                        all: true,
-                        ..Evaluated::default()
-                    },
-                    ..ObjectSet::default()
-                };
-                Ok(Node::typed(Typed {
-                    object: Some(set),
-                    ..Typed::all()
-                }))
-            }
-            Node::Const(_) => {
-                // Literals evaluate no property: every member must be in `u`.
-                let any = self.unevaluated_properties(&Node::Any, u, pointer, depth + 1)?;
-                self.meet(node, &any, pointer)
-            }
-            Node::AnyOf(parts) => {
-                let mut out = Vec::with_capacity(parts.len());
-                for p in parts.iter() {
-                    out.push(self.unevaluated_properties(p, u, pointer, depth)?);
-                }
-                // An instance matching several branches has the annotations of all of them;
-                // each branch alone evaluates less, so the union may only be a subset.
-                Ok(Node::any_of(out))
-            }
-            Node::Ref(_) => {
-                let body = match self.expand(node) {
-                    Ok(b) => b,
-                    Err(Fail::InProgress(_)) => {
-                        return Err(SchemaError::Unsupported {
-                            keyword: "unevaluatedProperties".into(),
-                            pointer: pointer_or_root(pointer),
-                            reason: "on a schema that refers to itself".into(),
-                        })
-                    }
-                    Err(Fail::Error(e)) => return Err(e),
-                };
-                self.unevaluated_properties(&body, u, pointer, depth + 1)
-            }
-            Node::Typed(t) => {
-                let Some(o) = &t.object else {
-                    return Ok(node.clone());
-                };
-                if o.evaluated.all {
-                    return Ok(node.clone());
-                }
-                let mut o = o.clone();
-                let names = o.evaluated.names.clone();
-                let langs = o.evaluated.langs.clone();
-                for (k, n) in o.props.iter_mut() {
-                    let mut evaluated = names.contains(k);
-                    for l in &langs {
-                        evaluated = evaluated || self.lang_matches(l, k)?;
-                    }
-                    if !evaluated {
-                        *n = self.meet(n, u, pointer)?;
-                    }
-                }
-                o.rules.push(KeyRule {
-                    keys: KeySet::Other {
-                        names: names.into(),
-                        langs: langs.into(),
-                    },
-                    value: u.clone(),
-                });
-                o.evaluated.all = true;
-                let object = self.normalize_object(o, pointer)?;
-                Ok(Node::typed(Typed {
-                    object,
-                    ..(**t).clone()
-                }))
-            }
-        }
+            o.evaluated.all = true;
+            Ok(Node::typed(Typed {
+                object: ctx.normalize_object(o, pointer)?,
+                ..t.clone()
+            }))
+        })
     }
 
     /// `if`/`then`/`else`: (if ∧ then) ∪ (¬if ∧ else).
@@ -892,26 +963,19 @@ impl Ctx<'_> {
                 ))
             }
         }
+        if self.doc.has_unevaluated_items {
+            set.evaluated = EvaluatedItems {
+                prefix: set.prefix.len(),
+                all: evaluates_every_item(map),
+                contains: set.contains.iter().map(|c| c.node.clone()).collect(),
+            };
+        }
         if let Some(u) = map.get("unevaluatedItems") {
-            let ptr = child(pointer, "unevaluatedItems");
-            let in_place = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains"]
-                .iter()
-                .any(|k| map.contains_key(*k));
-            let covered =
-                map.contains_key("items") && !tuple_items || map.contains_key("additionalItems");
-            if !covered {
-                if in_place {
-                    let n = self.parse_schema(u, &ptr, base, depth + 1)?;
-                    if n != Node::Any {
-                        self.unsupported(
-                            &ptr,
-                            "unevaluatedItems",
-                            "together with in-place applicators (allOf, anyOf, $ref...)",
-                        )?;
-                    }
-                } else {
-                    set.items = self.parse_schema(u, &ptr, base, depth + 1)?;
-                }
+            // Next to in-place applicators it is applied to the whole schema (`parse_object`).
+            if !set.evaluated.all && !has_in_place_applicator(map) && set.contains.is_empty() {
+                let ptr = child(pointer, "unevaluatedItems");
+                set.items = self.parse_schema(u, &ptr, base, depth + 1)?;
+                set.evaluated.all = true;
             }
         }
         Ok(Some(set))
@@ -977,11 +1041,13 @@ impl Ctx<'_> {
         {
             additional = Some(Node::Nothing);
         }
-        set.evaluated = Evaluated {
-            names: set.props.iter().map(|(k, _)| k.clone()).collect(),
-            langs: patterns.iter().map(|(re, _)| re.clone()).collect(),
-            all: additional.is_some(),
-        };
+        if self.doc.has_unevaluated_properties {
+            set.evaluated = Evaluated {
+                names: set.props.iter().map(|(k, _)| k.clone()).collect(),
+                langs: patterns.iter().map(|(re, _)| re.clone()).collect(),
+                all: additional.is_some(),
+            };
+        }
         if let Some(value) = additional {
             let names: Vec<String> = set.props.iter().map(|(k, _)| k.clone()).collect();
             let langs: Vec<Rc<Re>> = patterns.iter().map(|(re, _)| re.clone()).collect();
@@ -1190,14 +1256,37 @@ fn present_key(name: &str) -> Node {
     })
 }
 
-/// `node` with every object set marked as a subset of what its schema allows.
-fn mark_approximate(node: &Node) -> Node {
+/// Whether the array keywords of `map` evaluate every element: `items` (a schema), or the
+/// `additionalItems` after draft 7's array of `items`.
+fn evaluates_every_item(map: &Map<String, Value>) -> bool {
+    match map.get("items") {
+        Some(Value::Array(_)) => map.contains_key("additionalItems"),
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// Which sets an `unevaluated*` keyword narrowed.
+#[derive(Clone, Copy)]
+enum Narrowed {
+    Objects,
+    Arrays,
+}
+
+/// `node` with every object (or array) set marked as a subset of what its schema allows.
+fn mark_approximate(node: &Node, narrowed: Narrowed) -> Node {
     match node {
-        Node::AnyOf(parts) => Node::any_of(parts.iter().map(mark_approximate).collect()),
-        Node::Typed(t) if t.object.is_some() => {
+        Node::AnyOf(parts) => Node::any_of(
+            parts
+                .iter()
+                .map(|p| mark_approximate(p, narrowed))
+                .collect(),
+        ),
+        Node::Typed(t) => {
             let mut t = (**t).clone();
-            if let Some(o) = t.object.as_mut() {
-                o.approximate = true;
+            match narrowed {
+                Narrowed::Objects => t.object.iter_mut().for_each(|o| o.approximate = true),
+                Narrowed::Arrays => t.array.iter_mut().for_each(|a| a.approximate = true),
             }
             Node::typed(t)
         }
@@ -1220,7 +1309,7 @@ fn tighter_hi(old: Option<Bound>, new: Bound) -> Option<Bound> {
 }
 
 /// Whether `map` has an in-place applicator, whose evaluated properties
-/// `unevaluatedProperties` must see.
+/// `unevaluatedProperties` (and items, `unevaluatedItems`) must see.
 fn has_in_place_applicator(map: &Map<String, Value>) -> bool {
     const IN_PLACE: &[&str] = &[
         "allOf",
@@ -1229,6 +1318,8 @@ fn has_in_place_applicator(map: &Map<String, Value>) -> bool {
         "not",
         "if",
         "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
         "dependentSchemas",
         "dependencies",
     ];

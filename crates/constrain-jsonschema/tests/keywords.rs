@@ -1034,6 +1034,227 @@ fn references() {
 }
 
 #[test]
+fn registered_resources_resolve_references_by_uri() {
+    let mut options = Options::default();
+    options.resources.insert(
+        "https://example.com/types.json".into(),
+        json!({
+            "$defs": {
+                "positive": {"type": "integer", "minimum": 1},
+                "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
+                "tag": {"$anchor": "tag", "type": "string", "maxLength": 3}
+            }
+        }),
+    );
+    let schema = json!({
+        "$id": "https://example.com/tool.json",
+        "properties": {
+            "n": {"$ref": "https://example.com/types.json#/$defs/positive"},
+            "t": {"$ref": "types.json#/$defs/tags"},
+            "a": {"$ref": "types.json#tag"}
+        }
+    });
+    check_with(
+        &options,
+        schema.clone(),
+        &[json!({"n": 2, "t": ["ab", "xyz"], "a": "q"})],
+        &[
+            json!({"n": 0}),
+            json!({"t": ["long"]}),
+            json!({"t": [1]}),
+            json!({"a": 1}),
+        ],
+    );
+    // Unregistered, a reference outside the document is an error naming where it is.
+    let err = constrain_jsonschema::compile(&schema, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&err, constrain_jsonschema::SchemaError::UnresolvedRef { pointer, .. } if pointer == "/properties/n/$ref"),
+        "{err}"
+    );
+    // The schema itself keeps a URI it defines: its own `$defs/positive` wins.
+    let own = json!({
+        "$id": "https://example.com/types.json",
+        "$defs": {"positive": {"type": "integer", "minimum": 10}},
+        "$ref": "https://example.com/types.json#/$defs/positive"
+    });
+    check_with(&options, own, &[json!(10)], &[json!(2)]);
+    // An error inside a resource says which document it is in.
+    let mut bad = Options::default();
+    bad.resources
+        .insert("https://example.com/bad.json".into(), json!({"type": 5}));
+    let err = constrain_jsonschema::compile(&json!({"$ref": "https://example.com/bad.json"}), &bad)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("https://example.com/bad.json#"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dynamic_references_bind_to_the_outermost_dynamic_anchor() {
+    // A generic list whose items the schema extending it chooses.
+    let mut options = Options::default();
+    options.resources.insert(
+        "https://example.com/list.json".into(),
+        json!({
+            "$id": "https://example.com/list.json",
+            "type": "array",
+            "items": {"$dynamicRef": "#item"},
+            "$defs": {"item": {"$dynamicAnchor": "item"}}
+        }),
+    );
+    let strings = json!({
+        "$id": "https://example.com/strings.json",
+        "$ref": "list.json",
+        "$defs": {"item": {"$dynamicAnchor": "item", "type": "string"}}
+    });
+    check_with(
+        &options,
+        strings,
+        &[json!([]), json!(["a", "b"])],
+        &[json!([1]), json!(["a", null])],
+    );
+    // Used directly, the list binds the anchor itself: anything goes.
+    let direct = json!({"$ref": "https://example.com/list.json"});
+    check_with(&options, direct, &[json!([1, "a", null])], &[json!({})]);
+    // A plain `$anchor` of the same name does not bind: the list's own anchor stays.
+    let plain = json!({
+        "$id": "https://example.com/plain.json",
+        "$ref": "list.json",
+        "$defs": {"item": {"$anchor": "item", "type": "string"}}
+    });
+    check_with(&options, plain, &[json!([1, "a"])], &[]);
+    // One schema reached in two scopes is read once in each.
+    let both = json!({
+        "$id": "https://example.com/both.json",
+        "properties": {
+            "strings": {"$ref": "strings.json"},
+            "any": {"$ref": "list.json"}
+        },
+        "$defs": {"strings": {
+            "$id": "strings.json",
+            "$ref": "list.json",
+            "$defs": {"item": {"$dynamicAnchor": "item", "type": "string"}}
+        }}
+    });
+    check_with(
+        &options,
+        both,
+        &[json!({"strings": ["a"], "any": [1]})],
+        &[json!({"strings": [1]})],
+    );
+}
+
+#[test]
+fn recursive_references_bind_to_the_outermost_recursive_anchor() {
+    // Draft 2019-09: a tree whose extension forbids undeclared keys all the way down.
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2019-09/schema",
+        "$id": "https://example.com/strict-tree.json",
+        "$recursiveAnchor": true,
+        "$ref": "tree.json",
+        "unevaluatedProperties": false,
+        "$defs": {"tree": {
+            "$id": "tree.json",
+            "$recursiveAnchor": true,
+            "type": "object",
+            "properties": {
+                "data": true,
+                "children": {"type": "array", "items": {"$recursiveRef": "#"}}
+            }
+        }}
+    });
+    check(
+        schema,
+        &[json!({"children": [{"data": 1, "children": []}]})],
+        &[json!({"children": [{"daat": 1}]}), json!({"x": 1})],
+    );
+}
+
+#[test]
+fn unevaluated_items_see_the_elements_in_place_applicators_evaluate() {
+    // `prefixItems` in an `allOf` evaluates the first element; the rest must be integers.
+    check(
+        json!({"allOf": [{"prefixItems": [{"type": "string"}]}], "unevaluatedItems": {"type": "integer"}}),
+        &[json!([]), json!(["a"]), json!(["a", 1, 2])],
+        &[json!(["a", "b"]), json!(["a", 1, null])],
+    );
+    // Each `anyOf` branch evaluates its own prefix, `true` schemas included.
+    check(
+        json!({"anyOf": [{"prefixItems": [true, true]}, {"prefixItems": [{"const": 0}, true, true]}], "unevaluatedItems": false}),
+        &[json!([1, 2]), json!([0, 1, 2]), json!([5])],
+        &[json!([1, 2, 3]), json!([0, 1, 2, 3])],
+    );
+    // `contains` evaluates the elements it matches, adjacent or in place.
+    check(
+        json!({"allOf": [{"contains": {"type": "string"}}], "unevaluatedItems": {"type": "integer"}}),
+        &[json!(["a"]), json!([1, "b", 2])],
+        &[json!([1, 2]), json!(["a", null])],
+    );
+    // A passing `if` evaluates; a failing one, and `not`, do not.
+    check(
+        json!({"if": {"prefixItems": [{"const": "x"}]}, "unevaluatedItems": false}),
+        &[json!([]), json!(["x"])],
+        &[json!(["y"]), json!(["x", "y"])],
+    );
+    check(
+        json!({"not": {"not": {"prefixItems": [true]}}, "unevaluatedItems": false}),
+        &[json!([])],
+        &[json!([1])],
+    );
+    // Through a reference, and nested `unevaluatedItems` evaluates everything.
+    check(
+        json!({"$ref": "#/$defs/pair", "unevaluatedItems": false, "$defs": {"pair": {"prefixItems": [{"type": "integer"}, {"type": "integer"}]}}}),
+        &[json!([1, 2]), json!([1])],
+        &[json!([1, 2, 3])],
+    );
+    check(
+        json!({"allOf": [{"prefixItems": [{"type": "string"}]}, {"unevaluatedItems": true}], "unevaluatedItems": false}),
+        &[json!(["a", 1, null])],
+        &[json!([1])],
+    );
+}
+
+#[test]
+fn unevaluated_properties_see_subschemas_that_allow_everything() {
+    // `properties: {"a": true}` and `additionalProperties: true` constrain nothing, but
+    // evaluate: `a`, and every key.
+    check(
+        json!({"allOf": [{"properties": {"a": true}}], "unevaluatedProperties": false}),
+        &[json!({}), json!({"a": [1]})],
+        &[json!({"b": 1}), json!({"a": 1, "b": 1})],
+    );
+    check(
+        json!({"allOf": [{"additionalProperties": true}], "unevaluatedProperties": false}),
+        &[json!({"a": 1, "b": null})],
+        &[],
+    );
+    check(
+        json!({"$ref": "#/$defs/open", "unevaluatedProperties": false, "$defs": {"open": {"patternProperties": {"^x": {}}}}}),
+        &[json!({"x1": 1})],
+        &[json!({"y": 1})],
+    );
+}
+
+#[test]
+fn references_across_draft_4_and_later_drafts_are_refused() {
+    let mut options = Options::default();
+    options.resources.insert(
+        "https://example.com/old.json".into(),
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}),
+    );
+    let err = constrain_jsonschema::compile(
+        &json!({"items": {"$ref": "https://example.com/old.json"}}),
+        &options,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, constrain_jsonschema::SchemaError::UnresolvedRef { pointer, reason, .. } if pointer == "/items/$ref" && reason.contains("draft 4")),
+        "{err}"
+    );
+}
+
+#[test]
 fn annotations_and_unknown_keywords_are_ignored_with_warnings() {
     let schema = json!({"type": "integer", "title": "t", "description": "d", "default": 1, "examples": [1], "deprecated": true, "x-vendor": {"k": 1}});
     let c = constrain_jsonschema::compile(&schema, &Options::default()).expect("compiles");

@@ -65,9 +65,33 @@ fn run_file(
     tally
 }
 
+/// Every file of the suite's `remotes/`, under the URI the suite serves it at.
+fn remotes(dir: &Path) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).expect("remotes directory") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|x| x == "json") {
+                let relative = path.strip_prefix(dir).expect("under remotes");
+                let uri = format!("http://localhost:1234/{}", relative.display());
+                let text = std::fs::read_to_string(&path).expect("readable remote");
+                out.insert(uri, serde_json::from_str(&text).expect("remote is JSON"));
+            }
+        }
+    }
+    out
+}
+
 fn run_suite(options: &Options, label: &str) -> Option<Tally> {
     let shared = constrain_testdata::require_shared_or_skip("json_schema_test_suite")?;
     let dir = shared.join("data/JSON-Schema-Test-Suite/tests/draft2020-12");
+    let options = &Options {
+        resources: remotes(&shared.join("data/JSON-Schema-Test-Suite/remotes")),
+        ..options.clone()
+    };
     let verbose = std::env::var("SUITE_VERBOSE").is_ok();
     let only = std::env::var("SUITE_FILE").ok();
     let index = byte_index();

@@ -8,6 +8,7 @@ mod run;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::schema_resources::ResourceArg;
 use super::test_cases::{EscapesArg, PropertyOrderArg};
 
 /// Shown after `--help`.
@@ -77,6 +78,10 @@ pub struct Args {
         help_heading = "Constraint"
     )]
     pub escapes: EscapesArg,
+    /// With --schema: a schema document its `$ref`s may name by URI (repeatable; nothing is
+    /// ever fetched).
+    #[arg(long, value_name = "URI=FILE", help_heading = "Constraint")]
+    pub resource: Vec<ResourceArg>,
     /// Sample every token, also where the constraint admits a single continuation (by default
     /// such text is appended without sampling, in one model evaluation): the model then
     /// chooses its own tokenization of it, one evaluation per token.

@@ -4,4 +4,5 @@ pub mod fetch_model;
 pub mod funnel;
 pub mod generate;
 pub mod maskbench;
+pub mod schema_resources;
 pub mod test_cases;

@@ -25,7 +25,9 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
     if let Some(path) = &args.schema {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the schema {}", path.display()))?;
-        let compiled = constrain_jsonschema::compile_str(&text, &schema_options(args))
+        let mut options = schema_options(args);
+        options.resources = crate::commands::schema_resources::load(&args.resource)?;
+        let compiled = constrain_jsonschema::compile_str(&text, &options)
             .with_context(|| format!("compiling the schema {}", path.display()))?;
         for warning in &compiled.warnings {
             eprintln!("warning: {}: {warning}", path.display());

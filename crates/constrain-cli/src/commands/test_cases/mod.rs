@@ -22,6 +22,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 
+use crate::commands::schema_resources::{self, ResourceArg};
+
 pub use checker::{Checker, Expect, Subject};
 pub use report::Report;
 
@@ -45,6 +47,11 @@ pub struct Args {
     /// enforcing it.
     #[arg(long)]
     pub format_annotation: bool,
+    /// JSON Schema: a document `$ref` may name by URI (repeatable). The suite's `remotes/`
+    /// (`../../remotes` from a directory of suite files) is read by itself, under
+    /// `http://localhost:1234/`.
+    #[arg(long, value_name = "URI=FILE")]
+    pub resource: Vec<ResourceArg>,
 }
 
 /// `--property-order`.
@@ -84,13 +91,22 @@ impl From<EscapesArg> for constrain_jsonschema::Escapes {
 }
 
 impl Args {
-    /// The schema compiler's options these arguments ask for.
-    fn schema_options(&self) -> constrain_jsonschema::Options {
-        constrain_jsonschema::Options {
+    /// The schema compiler's options these arguments ask for, with the documents a `$ref` may
+    /// name: the suite's remotes, then `--resource`s (which take precedence).
+    fn schema_options(&self) -> anyhow::Result<constrain_jsonschema::Options> {
+        let mut resources = match schema_resources::suite_remotes(&self.file) {
+            Some(dir) => {
+                schema_resources::load_directory(&dir, schema_resources::SUITE_REMOTES_URI)?
+            }
+            None => Default::default(),
+        };
+        resources.extend(schema_resources::load(&self.resource)?);
+        Ok(constrain_jsonschema::Options {
             property_order: self.property_order.into(),
             assert_formats: !self.format_annotation,
+            resources,
             ..constrain_jsonschema::Options::default()
-        }
+        })
     }
 }
 
@@ -106,7 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Checker::bytes_only()?,
     };
     let mut report = Report::default();
-    let options = args.schema_options();
+    let options = args.schema_options()?;
     match input {
         Input::SuiteDirectory => {
             json_schema::run_directory(&args.file, &options, &checker, &mut report)?
