@@ -553,7 +553,7 @@ impl Ctx<'_> {
         match &t.number {
             None => full.number = Some(NumberSet::default()),
             Some(n) => {
-                for piece in self.complement_number(n, pointer)? {
+                for piece in complement_number(n) {
                     parts.push(Node::typed(Typed {
                         number: Some(piece),
                         ..Typed::default()
@@ -596,48 +596,6 @@ impl Ctx<'_> {
         }
         parts.insert(0, Node::typed(full));
         Ok(Node::any_of(parts))
-    }
-
-    fn complement_number(
-        &mut self,
-        n: &NumberSet,
-        pointer: &str,
-    ) -> Result<Vec<NumberSet>, SchemaError> {
-        if !n.multiple_of.is_empty() {
-            return Err(self.unsupported_not(pointer, "multipleOf"));
-        }
-        let mut out = Vec::new();
-        if let Some(b) = &n.lo {
-            out.push(NumberSet {
-                hi: Some(Bound {
-                    value: b.value.clone(),
-                    exclusive: !b.exclusive,
-                }),
-                ..NumberSet::default()
-            });
-        }
-        if let Some(b) = &n.hi {
-            out.push(NumberSet {
-                lo: Some(Bound {
-                    value: b.value.clone(),
-                    exclusive: !b.exclusive,
-                }),
-                ..NumberSet::default()
-            });
-        }
-        if n.integer {
-            out.push(NumberSet {
-                fractional: true,
-                ..NumberSet::default()
-            });
-        }
-        if n.fractional {
-            out.push(NumberSet {
-                integer: true,
-                ..NumberSet::default()
-            });
-        }
-        Ok(out)
     }
 
     fn complement_string(
@@ -1027,6 +985,54 @@ impl Ctx<'_> {
     }
 }
 
+/// The numbers outside `n`, as a union of sets.
+fn complement_number(n: &NumberSet) -> Vec<NumberSet> {
+    let mut out = Vec::new();
+    for m in &n.multiple_of {
+        out.push(NumberSet {
+            not_multiple_of: vec![m.clone()],
+            ..NumberSet::default()
+        });
+    }
+    for m in &n.not_multiple_of {
+        out.push(NumberSet {
+            multiple_of: vec![m.clone()],
+            ..NumberSet::default()
+        });
+    }
+    if let Some(b) = &n.lo {
+        out.push(NumberSet {
+            hi: Some(Bound {
+                value: b.value.clone(),
+                exclusive: !b.exclusive,
+            }),
+            ..NumberSet::default()
+        });
+    }
+    if let Some(b) = &n.hi {
+        out.push(NumberSet {
+            lo: Some(Bound {
+                value: b.value.clone(),
+                exclusive: !b.exclusive,
+            }),
+            ..NumberSet::default()
+        });
+    }
+    if n.integer {
+        out.push(NumberSet {
+            fractional: true,
+            ..NumberSet::default()
+        });
+    }
+    if n.fractional {
+        out.push(NumberSet {
+            integer: true,
+            ..NumberSet::default()
+        });
+    }
+    out
+}
+
 fn meet_numbers(a: &NumberSet, b: &NumberSet) -> Option<NumberSet> {
     let integer = a.integer || b.integer;
     let fractional = a.fractional || b.fractional;
@@ -1035,12 +1041,15 @@ fn meet_numbers(a: &NumberSet, b: &NumberSet) -> Option<NumberSet> {
     }
     let mut multiple_of = a.multiple_of.clone();
     push_unique(&mut multiple_of, &b.multiple_of);
+    let mut not_multiple_of = a.not_multiple_of.clone();
+    push_unique(&mut not_multiple_of, &b.not_multiple_of);
     let set = NumberSet {
         integer,
         fractional,
         lo: opt_max_lo(&a.lo, &b.lo),
         hi: opt_min_hi(&a.hi, &b.hi),
         multiple_of,
+        not_multiple_of,
     };
     if number_set_empty(&set) {
         return None;
@@ -1049,6 +1058,15 @@ fn meet_numbers(a: &NumberSet, b: &NumberSet) -> Option<NumberSet> {
 }
 
 fn number_set_empty(n: &NumberSet) -> bool {
+    // A multiple of `m` is a multiple of every divisor of `m`.
+    for m in &n.multiple_of {
+        if n.not_multiple_of
+            .iter()
+            .any(|k| m.is_multiple_of(k) == Some(true))
+        {
+            return true;
+        }
+    }
     if let (Some(lo), Some(hi)) = (&n.lo, &n.hi) {
         match compare(&lo.value, &hi.value) {
             Ordering::Greater => return true,

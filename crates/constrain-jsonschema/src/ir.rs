@@ -264,6 +264,8 @@ pub(crate) struct NumberSet {
     pub(crate) hi: Option<Bound>,
     /// Positive divisors the value must be a multiple of.
     pub(crate) multiple_of: Vec<Decimal>,
+    /// Positive divisors the value must not be a multiple of (complements of `multipleOf`).
+    pub(crate) not_multiple_of: Vec<Decimal>,
 }
 
 impl NumberSet {
@@ -273,6 +275,7 @@ impl NumberSet {
             && self.lo.is_none()
             && self.hi.is_none()
             && self.multiple_of.is_empty()
+            && self.not_multiple_of.is_empty()
     }
 }
 

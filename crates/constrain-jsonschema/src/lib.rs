@@ -45,8 +45,9 @@
 //! the value of a key that only the surrounding schema requires are disjoint). Complements
 //! (`not`, `else`, those `oneOf`s) exist for types, literals, numeric bounds, lengths,
 //! patterns, required and forbidden properties, property schemas, `additionalProperties`,
-//! `patternProperties`, `propertyNames` and item counts; the complement of `multipleOf`,
-//! `uniqueItems` or of a `format` enforced on a subset is an error.
+//! `patternProperties`, `propertyNames`, item counts and `multipleOf` (the remainder
+//! automaton with its accepting states flipped); the complement of `uniqueItems` or of a
+//! `format` enforced on a subset is an error.
 //!
 //! Not supported (an error naming the keyword): `uniqueItems` unless the elements come from a
 //! small finite set (`enum`, booleans, null); references to documents that are neither the
@@ -72,8 +73,9 @@
 //! `1`; in draft 4 documents it is not an integer). Plain decimal notation is always
 //! accepted. Exponent notation (`1e2`) is accepted where the constraints allow it exactly: for
 //! unconstrained numbers and for bounds at zero (such as `minimum: 0`); integers are written
-//! without exponent. Under other bounds, `const`/`enum` and `multipleOf`, exponent forms are
-//! rejected (the grammar stays sound, but those spellings of valid values are not produced).
+//! without exponent. Under other bounds, `const`/`enum` and `multipleOf` (or its `not`),
+//! exponent forms are rejected (the grammar stays sound, but those spellings of valid values
+//! are not produced).
 //!
 //! # Strings
 //!

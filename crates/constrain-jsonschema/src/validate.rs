@@ -172,7 +172,12 @@ pub(crate) fn number_accepts(set: &NumberSet, d: &Decimal) -> bool {
             _ => {}
         }
     }
+    // Where divisibility cannot be decided, the value is left out.
     set.multiple_of
         .iter()
         .all(|m| d.is_multiple_of(m).unwrap_or(false))
+        && set
+            .not_multiple_of
+            .iter()
+            .all(|m| d.is_multiple_of(m) == Some(false))
 }

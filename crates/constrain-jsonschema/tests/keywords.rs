@@ -1237,6 +1237,70 @@ fn unevaluated_properties_see_subschemas_that_allow_everything() {
 }
 
 #[test]
+fn complements_of_multiple_of() {
+    check(
+        json!({"type": "integer", "not": {"multipleOf": 3}}),
+        &[json!(1), json!(2), json!(-5), json!(100)],
+        &[json!(0), json!(3), json!(-6), json!(99), json!(9.0)],
+    );
+    check(
+        json!({"not": {"multipleOf": 0.5}}),
+        &[json!(0.25), json!(1.3), json!(-7.01)],
+        // Every non-number is valid against `multipleOf`, so none is against its `not`.
+        &[json!(0), json!(1), json!(1.5), json!(-2.5), json!("x")],
+    );
+    // Only plain spellings: `1e1` is 10, a multiple of 0.5.
+    let index = byte_index();
+    let c = Checked::new(
+        &index,
+        &json!({"not": {"multipleOf": 0.5}}),
+        &Options::default(),
+    )
+    .expect("compiles");
+    assert!(!c.accepts_text("1e1"));
+    // `oneOf` of overlapping multiples: one or the other, not both.
+    check(
+        json!({"oneOf": [{"multipleOf": 3}, {"multipleOf": 5}]}),
+        &[json!(3), json!(10), json!(-9)],
+        &[json!(15), json!(0), json!(7)],
+    );
+    // Several remainders at once: multiples of 88 and of 3 or 5, not both. Their
+    // expression is past the budget; the automaton is the terminal.
+    let remainders = json!({
+        "type": "number",
+        "allOf": [
+            {"minimum": 1},
+            {"oneOf": [{"multipleOf": 3}, {"multipleOf": 5}, {"multipleOf": 15}]},
+            {"oneOf": [{"allOf": [{"not": {"multipleOf": 5}}, {"not": {"multipleOf": 3}}]}, {"multipleOf": 8}]},
+            {"oneOf": [{"not": {"multipleOf": 8}}, {"multipleOf": 11}]}
+        ]
+    });
+    check(
+        remainders,
+        &[json!(264), json!(440), json!(528), json!(264.0)],
+        &[
+            json!(88),
+            json!(1320),
+            json!(3),
+            json!(265),
+            json!(0),
+            json!(-264),
+            json!(264.5),
+        ],
+    );
+    // Multiples of 6 are multiples of 3: nothing is left.
+    let err = constrain_jsonschema::compile(
+        &json!({"type": "number", "multipleOf": 6, "not": {"multipleOf": 3}}),
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, constrain_jsonschema::SchemaError::Unsatisfiable { .. }),
+        "{err}"
+    );
+}
+
+#[test]
 fn references_across_draft_4_and_later_drafts_are_refused() {
     let mut options = Options::default();
     options.resources.insert(
@@ -1303,7 +1367,9 @@ fn unsupported_keywords_are_errors_unless_lenient() {
     assert!(c.warnings.iter().any(
         |w| w.kind == constrain_jsonschema::WarningKind::Dropped && w.keyword == "uniqueItems"
     ));
-    let overlapping = json!({"oneOf": [{"multipleOf": 3}, {"multipleOf": 5}]});
+    // An email address may be short: the branches overlap, and an `email` enforced on a subset
+    // of its addresses has no complement.
+    let overlapping = json!({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "maxLength": 8}]});
     let err = constrain_jsonschema::compile(&overlapping, &Options::default()).expect_err("oneOf");
     assert!(err.to_string().contains("oneOf"), "{err}");
     let c = constrain_jsonschema::compile(&overlapping, &lenient).expect("lenient compiles");

@@ -1,7 +1,8 @@
 //! Numbers and strings: each one terminal (a regular expression over bytes).
 
-use constrain_engine::Expr;
-use regex_syntax::hir::Hir;
+use constrain_engine::{Expr, GraphState, RegexGraph};
+use regex_syntax::hir::{Class, Hir};
+use rustc_hash::FxHashMap;
 
 use super::Emitter;
 use crate::document::Draft;
@@ -11,7 +12,7 @@ use crate::json_text;
 use crate::number::{number_re, Decimal, Kind};
 use crate::options::Escapes;
 use crate::re::dfa::{self, Dfa};
-use crate::re::{CharSet, Re};
+use crate::re::{unicode_class, CharSet, Re};
 use crate::strings::{string_language, string_re, StringLanguage};
 
 /// Any JSON number.
@@ -60,20 +61,46 @@ impl Emitter<'_, '_> {
         if n.fractional {
             re = self.restrict_number(re, fractional_re(), "type")?;
         }
-        for m in &n.multiple_of {
+        // Each divisor is a remainder automaton over the plain spellings, kept or flipped.
+        let mut divisors = Vec::new();
+        for (m, multiple, keyword) in (n.multiple_of.iter().map(|m| (m, true, "multipleOf")))
+            .chain(n.not_multiple_of.iter().map(|m| (m, false, "not")))
+        {
             match multiple_dfa(m) {
-                Some(d) => {
-                    re = self.restrict_number_dfa(re, &d)?;
-                }
-                None => {
-                    self.unsupported(
-                        "multipleOf",
-                        format!("multipleOf {m:?} needs a divisor above {MAX_DIVISOR}"),
-                    )?;
-                }
+                Some(d) if multiple => divisors.push((d, keyword)),
+                Some(d) => divisors.push((d.complement(), keyword)),
+                None => self.unsupported(
+                    keyword,
+                    format!("multipleOf {m:?} needs a divisor above {MAX_DIVISOR}"),
+                )?,
             }
         }
-        Ok(re.to_expr())
+        if divisors.is_empty() {
+            return Ok(re.to_expr());
+        }
+        if !n.not_multiple_of.is_empty() {
+            // The automaton knows plain spellings only: `1e1` is not one, yet a multiple of 5.
+            re = self.restrict_number(re, plain_number_re(), "not")?;
+        }
+        let mut automaton = match Dfa::from_re(&re) {
+            Ok(d) => d.minimize(),
+            Err(e) => {
+                self.unsupported(divisors[0].1, format!("{e}"))?;
+                return Ok(re.to_expr());
+            }
+        };
+        for (d, keyword) in &divisors {
+            match automaton.intersect(d) {
+                Ok(both) => automaton = both.minimize(),
+                Err(e) => self.unsupported(keyword, format!("{e}"))?,
+            }
+        }
+        // The expression of several remainders at once can be far larger than their
+        // automaton: past the expression budget, the automaton itself is the terminal.
+        match automaton.to_re() {
+            Ok(r) => Ok(r.to_expr()),
+            Err(_) => Ok(Expr::graph(number_graph(&automaton)?)),
+        }
     }
 
     fn restrict_number(&mut self, re: Re, by: Re, keyword: &str) -> Result<Re, SchemaError> {
@@ -81,19 +108,6 @@ impl Emitter<'_, '_> {
             Ok(r) => Ok(r),
             Err(e) => {
                 self.unsupported(keyword, format!("{e}"))?;
-                Ok(re)
-            }
-        }
-    }
-
-    fn restrict_number_dfa(&mut self, re: Re, by: &Dfa) -> Result<Re, SchemaError> {
-        let result = Dfa::from_re(&re)
-            .and_then(|d| d.minimize().intersect(by))
-            .and_then(|d| d.to_re());
-        match result {
-            Ok(r) => Ok(r),
-            Err(e) => {
-                self.unsupported("multipleOf", format!("{e}"))?;
                 Ok(re)
             }
         }
@@ -133,6 +147,47 @@ impl Emitter<'_, '_> {
         }
         spelled
     }
+}
+
+/// The spellings `dfa` accepts (ASCII: the characters of numbers), as a graph of its states.
+fn number_graph(dfa: &Dfa) -> Result<RegexGraph, SchemaError> {
+    let mut labels: Vec<Hir> = Vec::new();
+    let mut label_of: FxHashMap<CharSet, u32> = FxHashMap::default();
+    let mut states = Vec::with_capacity(dfa.state_count());
+    for s in 0..dfa.state_count() {
+        // The ranges into each target, as one class.
+        let mut by_target: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+        for &(lo, hi, t) in dfa.transitions(s) {
+            match by_target.iter_mut().find(|(target, _)| *target == t) {
+                Some((_, ranges)) => ranges.push((lo, hi)),
+                None => by_target.push((t, vec![(lo, hi)])),
+            }
+        }
+        let mut edges = Vec::with_capacity(by_target.len());
+        for (target, ranges) in by_target {
+            let class = CharSet::from_ranges(ranges);
+            let label = *label_of.entry(class).or_insert_with_key(|class| {
+                labels.push(Hir::class(Class::Unicode(unicode_class(class))));
+                labels.len() as u32 - 1
+            });
+            edges.push((label, target));
+        }
+        states.push(GraphState {
+            edges,
+            accepting: dfa.is_accepting(s),
+        });
+    }
+    Ok(RegexGraph::new(labels, states)?)
+}
+
+/// Numbers in plain decimal notation: no exponent.
+fn plain_number_re() -> Re {
+    let digit = Re::class(CharSet::from_ranges([(u32::from(b'0'), u32::from(b'9'))]));
+    Re::concat(vec![
+        Re::literal("-").optional(),
+        Re::repeat(digit.clone(), 1, None),
+        Re::concat(vec![Re::literal("."), Re::repeat(digit, 1, None)]).optional(),
+    ])
 }
 
 /// Plain numbers with a non-zero fractional part (and exponent forms are left out).
