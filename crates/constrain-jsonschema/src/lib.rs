@@ -27,7 +27,8 @@
 //! `patternProperties`, `propertyNames`, `minProperties`/`maxProperties`,
 //! `dependentRequired`/`dependentSchemas` (and draft 7 `dependencies`), `items`/`prefixItems`
 //! (and draft 7 `items` arrays with `additionalItems`), `minItems`/`maxItems`, `contains` with
-//! `minContains`/`maxContains`, `minLength`/`maxLength`, `pattern`, `format`, `minimum`,
+//! `minContains`/`maxContains` (up to three counted at once, beside `prefixItems` too),
+//! `minLength`/`maxLength`, `pattern`, `format`, `minimum`,
 //! `maximum`, `exclusiveMinimum`/`exclusiveMaximum` (also draft 4's boolean form),
 //! `multipleOf`, `allOf` (intersected), `anyOf`, `oneOf`, `not`, `if`/`then`/`else`, `$ref`
 //! with `$defs`/`definitions`, `$id`, `$anchor`, JSON pointers with `~0`, `~1` and percent

@@ -1237,6 +1237,42 @@ fn unevaluated_properties_see_subschemas_that_allow_everything() {
 }
 
 #[test]
+fn contains_beside_prefix_items_and_other_contains() {
+    // The first element is a string; exactly one integer anywhere.
+    check(
+        json!({"prefixItems": [{"type": "string"}], "contains": {"type": "integer"}, "maxContains": 1}),
+        &[json!(["a", 1]), json!(["a", 1, "b"]), json!(["a", "b", 2])],
+        &[json!(["a"]), json!(["a", 1, 2]), json!([1]), json!([])],
+    );
+    // The prefix's own elements count.
+    check(
+        json!({"prefixItems": [{"const": 1}], "contains": {"const": 1}, "minContains": 2}),
+        &[json!([1, 1]), json!([1, 2, 1])],
+        &[json!([1]), json!([1, 2]), json!([2, 1, 1])],
+    );
+    // Two counts at once: some integer, at most one string.
+    check(
+        json!({"allOf": [{"contains": {"type": "integer"}}, {"contains": {"type": "string"}, "maxContains": 1}]}),
+        &[json!([1, "a"]), json!([1, 2, "a"]), json!(["a", null, 3])],
+        &[json!([1]), json!(["a"]), json!([1, "a", "b"]), json!([])],
+    );
+    // `not` over `items` is "contains an element outside": two of them together.
+    check(
+        json!({"type": "array", "maxItems": 2, "allOf": [
+            {"not": {"items": {"type": "integer"}}},
+            {"not": {"items": {"type": ["integer", "string"]}}}
+        ]}),
+        &[json!([null]), json!([1, true]), json!(["a", null])],
+        &[
+            json!([]),
+            json!([1]),
+            json!(["a", 1]),
+            json!([null, null, null]),
+        ],
+    );
+}
+
+#[test]
 fn complements_of_multiple_of() {
     check(
         json!({"type": "integer", "not": {"multipleOf": 3}}),

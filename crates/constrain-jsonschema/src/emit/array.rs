@@ -12,6 +12,8 @@ use crate::ir::{ArraySet, Lit, Node};
 const MAX_COUNT: u64 = 100_000;
 /// Most states of the counting grammars of `contains` and `uniqueItems`.
 const MAX_COUNTING_STATES: usize = 4_096;
+/// Most `contains` counted at once on one array (each element is of one kind per subset).
+const MAX_CONTAINS: usize = 3;
 
 impl Emitter<'_, '_> {
     fn count(&self, n: u64, keyword: &str) -> Result<u32, SchemaError> {
@@ -120,109 +122,149 @@ impl Emitter<'_, '_> {
         Ok(tail)
     }
 
-    /// Arrays with one `contains` (and no `prefixItems`): a grammar that counts elements and
-    /// matches.
+    /// Arrays with `contains` (at most [`MAX_CONTAINS`] of them): a grammar that counts the
+    /// elements and, per `contains`, the elements matching it. Each element is of one kind per
+    /// subset of the `contains` it matches: its schema (`prefixItems` or `items`) within those,
+    /// and outside the others that have a maximum (without one, a match need not be counted).
     fn contains_array(&mut self, a: &ArraySet, depth: u32) -> Result<Expr, SchemaError> {
-        if a.contains.len() > 1 || !a.prefix.is_empty() {
-            self.unsupported(
-                "contains",
-                "several 'contains' or 'contains' with 'prefixItems'",
-            )?;
-            let plain = ArraySet {
-                contains: Vec::new(),
-                ..a.clone()
-            };
-            return self.array(&plain, depth);
-        }
-        let c = &a.contains[0];
+        let k = a.contains.len();
         let pointer = self.pointer.clone();
-        let matching = self.ctx.meet(&a.items, &c.node, &pointer)?;
-        let other = if c.max.is_some() {
-            match self.ctx.complement(&c.node, &pointer) {
-                Ok(not_c) => self.ctx.meet(&a.items, &not_c, &pointer)?,
-                Err(SchemaError::Unsupported { reason, .. }) => {
-                    self.unsupported("maxContains", reason)?;
-                    a.items.clone()
-                }
-                Err(e) => return Err(e),
-            }
-        } else {
-            a.items.clone()
-        };
-        let child = depth + 1;
-        let m_expr = self.emit(&matching, child)?;
-        let o_expr = self.emit(&other, child)?;
-        let sep = self.layout.item_sep(depth);
-        let lo = a.min.max(c.min);
-        let t_cap = self.count(a.max.unwrap_or(lo.max(1)), "maxItems")? as usize;
-        let m_cap = self.count(c.max.unwrap_or(c.min), "minContains")? as usize;
-        if (t_cap + 1) * (m_cap + 1) > MAX_COUNTING_STATES {
-            self.unsupported(
-                "contains",
-                format!("counting needs more than {MAX_COUNTING_STATES} states"),
-            )?;
+        let mut outside = Vec::with_capacity(k);
+        for c in &a.contains {
+            outside.push(match c.max {
+                None => None,
+                Some(_) => match self.ctx.complement(&c.node, &pointer) {
+                    Ok(not_c) => Some(not_c),
+                    Err(SchemaError::Unsupported { reason, .. }) => {
+                        self.unsupported("maxContains", reason)?;
+                        None
+                    }
+                    Err(e) => return Err(e),
+                },
+            });
+        }
+        let p = a.prefix.len();
+        let lo = a.contains.iter().fold(a.min, |lo, c| lo.max(c.min));
+        // Unbounded, the element count saturates where the prefix and the minimums are behind.
+        let t_cap = self.count(a.max.unwrap_or(lo.max(1).max(p as u64)), "maxItems")? as usize;
+        let mut caps = Vec::with_capacity(k);
+        for c in &a.contains {
+            caps.push(self.count(c.max.unwrap_or(c.min), "minContains")? as usize);
+        }
+        let states = caps
+            .iter()
+            .fold(t_cap + 1, |n, cap| n.saturating_mul(cap + 1));
+        if k > MAX_CONTAINS || states > MAX_COUNTING_STATES {
+            let reason = if k > MAX_CONTAINS {
+                format!("more than {MAX_CONTAINS} 'contains' on one array")
+            } else {
+                format!("counting needs more than {MAX_COUNTING_STATES} states")
+            };
+            self.unsupported("contains", reason)?;
             let plain = ArraySet {
                 contains: Vec::new(),
                 ..a.clone()
             };
             return self.array(&plain, depth);
         }
-        // Rule (t, m): t elements so far (saturated at t_cap when unbounded), m matches.
-        let mut ids = vec![vec![None; m_cap + 1]; t_cap + 1];
-        for (t, row) in ids.iter_mut().enumerate() {
-            for (m, slot) in row.iter_mut().enumerate() {
-                if t > 0 {
-                    *slot = Some(self.declare_rule(&format!("contains-{t}-{m}"))?);
+        // kinds[i][subset]: the element at index i (past the prefix: `p`) matching exactly
+        // the `contains` of `subset` (among those counted up to a maximum).
+        let child = depth + 1;
+        let mut kinds = Vec::with_capacity(p + 1);
+        for i in 0..=p {
+            let mut row = Vec::with_capacity(1 << k);
+            for subset in 0..1usize << k {
+                let mut node = a.item(i).clone();
+                for (j, c) in a.contains.iter().enumerate() {
+                    let within = if subset >> j & 1 == 1 {
+                        Some(&c.node)
+                    } else {
+                        outside[j].as_ref()
+                    };
+                    if let Some(within) = within {
+                        node = self.ctx.meet(&node, within, &pointer)?;
+                    }
                 }
+                row.push(match node {
+                    Node::Nothing => None,
+                    node => Some(self.emit(&node, child)?),
+                });
+            }
+            kinds.push(row);
+        }
+        let sep = self.layout.item_sep(depth);
+        // State (t, m): t elements so far (saturated at t_cap when unbounded), m[j] matches of
+        // the j-th `contains` (saturated at its minimum when it has no maximum).
+        let index = |t: usize, m: &[usize]| {
+            m.iter()
+                .zip(&caps)
+                .fold(t, |acc, (&mj, &cap)| acc * (cap + 1) + mj)
+        };
+        let decode = |mut s: usize| {
+            let mut m = vec![0; k];
+            for j in (0..k).rev() {
+                m[j] = s % (caps[j] + 1);
+                s /= caps[j] + 1;
+            }
+            (s, m)
+        };
+        let mut ids = vec![None; states];
+        for (s, slot) in ids.iter_mut().enumerate() {
+            let (t, m) = decode(s);
+            if t > 0 {
+                let counts: Vec<String> = m.iter().map(usize::to_string).collect();
+                *slot = Some(self.declare_rule(&format!("contains-{t}-{}", counts.join("-")))?);
             }
         }
-        let next_t = |t: usize| {
-            if a.max.is_none() {
-                (t + 1).min(t_cap)
-            } else {
-                t + 1
-            }
-        };
-        let next_m = |m: usize| {
-            if c.max.is_none() {
-                (m + 1).min(m_cap)
-            } else {
-                m + 1
-            }
-        };
         let mut start = Expr::nothing();
-        for t in 0..=t_cap {
-            for m in 0..=m_cap {
-                if t == 0 && m > 0 {
-                    continue;
-                }
-                let mut alts = Vec::new();
-                if t > 0 && (t as u64) >= lo && (m as u64) >= c.min {
-                    alts.push(Expr::empty());
-                }
-                let can_grow = a.max.is_none_or(|mx| (t as u64) < mx);
-                if can_grow {
-                    let pre = if t > 0 { sep.clone() } else { Expr::empty() };
-                    let t2 = next_t(t);
-                    if let Some(r) = ids.get(t2).and_then(|row| row.get(m)).copied().flatten() {
-                        alts.push(Expr::seq(vec![pre.clone(), o_expr.clone(), Expr::rule(r)]));
-                    }
-                    if c.max.is_none_or(|mx| (m as u64) < mx) {
-                        let m2 = next_m(m);
-                        if let Some(r) = ids.get(t2).and_then(|row| row.get(m2)).copied().flatten()
-                        {
-                            alts.push(Expr::seq(vec![pre, m_expr.clone(), Expr::rule(r)]));
+        for s in 0..states {
+            let (t, m) = decode(s);
+            if t == 0 && m.iter().any(|&mj| mj > 0) {
+                continue;
+            }
+            let mut alts = Vec::new();
+            if t > 0
+                && (t as u64) >= lo
+                && m.iter().zip(&a.contains).all(|(&mj, c)| mj as u64 >= c.min)
+            {
+                alts.push(Expr::empty());
+            }
+            if a.max.is_none_or(|mx| (t as u64) < mx) {
+                let pre = if t > 0 { sep.clone() } else { Expr::empty() };
+                let t2 = if a.max.is_none() {
+                    (t + 1).min(t_cap)
+                } else {
+                    t + 1
+                };
+                for (subset, kind) in kinds[t.min(p)].iter().enumerate() {
+                    let Some(kind) = kind else { continue };
+                    let mut m2 = m.clone();
+                    let mut allowed = true;
+                    for (j, c) in a.contains.iter().enumerate() {
+                        if subset >> j & 1 == 0 {
+                            continue;
+                        }
+                        match c.max {
+                            Some(mx) if m[j] as u64 >= mx => allowed = false,
+                            Some(_) => m2[j] += 1,
+                            None => m2[j] = (m[j] + 1).min(caps[j]),
                         }
                     }
-                }
-                let body = Expr::alt(alts);
-                match ids[t][m] {
-                    Some(r) => self.define(r, body),
-                    None => start = body,
+                    if !allowed {
+                        continue;
+                    }
+                    if let Some(r) = ids.get(index(t2, &m2)).copied().flatten() {
+                        alts.push(Expr::seq(vec![pre.clone(), kind.clone(), Expr::rule(r)]));
+                    }
                 }
             }
+            let body = Expr::alt(alts);
+            match ids[s] {
+                Some(r) => self.define(r, body),
+                None => start = body,
+            }
         }
-        let allow_empty = lo == 0 && c.min == 0;
+        let allow_empty = lo == 0;
         Ok(self.layout.container(depth, '[', ']', start, allow_empty))
     }
 
