@@ -113,6 +113,7 @@ pub fn check_schema(
         .get("$schema")
         .and_then(Value::as_str)
         .is_some_and(|uri| uri.contains("draft-04") || uri.contains("draft-03"));
+    let multiple_of = mentions_multiple_of(schema);
     let walker = Walker::new(grammar.vocabulary(), options.walk);
     let initial = Matcher::new(grammar);
     let mut checked = Checked::default();
@@ -145,13 +146,15 @@ pub fn check_schema(
                         checked.unverifiable += 1;
                         continue;
                     }
-                    Some(instance) => match first_real_error(&validator, &instance, &document) {
-                        Ok(error) => error,
-                        Err(Undecidable) => {
-                            checked.unverifiable += 1;
-                            continue;
+                    Some(instance) => {
+                        match first_real_error(&validator, &instance, &document, multiple_of) {
+                            Ok(error) => error,
+                            Err(Undecidable) => {
+                                checked.unverifiable += 1;
+                                continue;
+                            }
                         }
-                    },
+                    }
                 },
             },
         };
@@ -172,36 +175,115 @@ struct Undecidable;
 
 /// The first validation error that is not an artifact of the validator's binary floating
 /// point: it checks `multipleOf` in `f64`, where `-109` is "not a multiple of 0.01"; such
-/// errors are checked again in exact decimal arithmetic on the number as written.
+/// errors are checked again in exact decimal arithmetic on the number as written, also inside
+/// the branches of `anyOf` and `oneOf`. `multiple_of`: the schema has `multipleOf`.
 fn first_real_error(
     validator: &jsonschema::Validator,
     instance: &Value,
     document: &Json,
+    multiple_of: bool,
 ) -> Result<Option<String>, Undecidable> {
+    // Where f64 may misjudge a multiple either way, a `not` or a `oneOf` of several valid
+    // branches cannot be told real.
+    let inexact = multiple_of && has_numbers_beyond_f64(document);
     for error in validator.iter_errors(instance) {
-        let pointer = error.instance_path.to_string();
-        if let jsonschema::error::ValidationErrorKind::MultipleOf { multiple_of } = &error.kind {
-            let text = match lookup(document, &pointer) {
-                Some(Json::Number(text)) => text,
-                _ => return Err(Undecidable),
-            };
-            match is_exact_multiple(text, &multiple_of.to_string()) {
-                Some(true) => continue,
-                Some(false) => {}
-                None => return Err(Undecidable),
-            }
+        if is_real(&error, document, inexact)? {
+            let pointer = error.instance_path.to_string();
+            return Ok(Some(format!("invalid at '{pointer}': {error}")));
         }
-        if let jsonschema::error::ValidationErrorKind::Pattern { .. } = &error.kind {
-            match lookup(document, &pointer) {
-                Some(Json::String(text)) if text.chars().any(is_space_the_validator_misses) => {
-                    return Err(Undecidable)
-                }
-                _ => {}
-            }
-        }
-        return Ok(Some(format!("invalid at '{pointer}': {error}")));
     }
     Ok(None)
+}
+
+/// Whether the validator's `error` stands in exact arithmetic (see [`first_real_error`]).
+fn is_real(
+    error: &jsonschema::ValidationError,
+    document: &Json,
+    inexact: bool,
+) -> Result<bool, Undecidable> {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let pointer = error.instance_path.to_string();
+    match &error.kind {
+        Kind::MultipleOf { multiple_of } => {
+            let Some(Json::Number(text)) = lookup(document, &pointer) else {
+                return Err(Undecidable);
+            };
+            match is_exact_multiple(text, &multiple_of.to_string()) {
+                Some(multiple) => Ok(!multiple),
+                None => Err(Undecidable),
+            }
+        }
+        Kind::Pattern { .. } => match lookup(document, &pointer) {
+            Some(Json::String(text)) if text.chars().any(is_space_the_validator_misses) => {
+                Err(Undecidable)
+            }
+            _ => Ok(true),
+        },
+        Kind::AnyOf { context } | Kind::OneOfNotValid { context } => {
+            // Branches that pass once the artifacts are set aside.
+            let mut passing = 0;
+            let mut undecided = false;
+            for branch in context {
+                let mut fails = false;
+                let mut unsure = false;
+                for e in branch {
+                    match is_real(e, document, inexact) {
+                        Ok(true) => {
+                            fails = true;
+                            break;
+                        }
+                        Ok(false) => {}
+                        Err(Undecidable) => unsure = true,
+                    }
+                }
+                if !fails {
+                    if unsure {
+                        undecided = true;
+                    } else {
+                        passing += 1;
+                    }
+                }
+            }
+            let is_any_of = matches!(error.kind, Kind::AnyOf { .. });
+            match (passing, undecided) {
+                (0, false) => Ok(true),
+                (0, true) => Err(Undecidable),
+                // `oneOf`: exactly one branch may pass.
+                (1, false) => Ok(false),
+                (_, _) if is_any_of => Ok(false),
+                (_, true) => Err(Undecidable),
+                (_, false) => Ok(true),
+            }
+        }
+        Kind::Not { .. } | Kind::OneOfMultipleValid { .. } if inexact => Err(Undecidable),
+        _ => Ok(true),
+    }
+}
+
+/// Whether `document` has a number that `f64` does not hold exactly: beyond 2^53, or with a
+/// fraction or an exponent.
+fn has_numbers_beyond_f64(document: &Json) -> bool {
+    const EXACT_F64_INTEGERS: u64 = 1 << 53;
+    match document {
+        Json::Number(text) => text
+            .trim_start_matches('-')
+            .parse::<u64>()
+            .map_or(true, |n| n > EXACT_F64_INTEGERS),
+        Json::Array(items) => items.iter().any(has_numbers_beyond_f64),
+        Json::Object(members) => members.iter().any(|(_, v)| has_numbers_beyond_f64(v)),
+        _ => false,
+    }
+}
+
+/// Whether `schema` uses `multipleOf` anywhere.
+fn mentions_multiple_of(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.contains_key("multipleOf") || map.values().any(mentions_multiple_of)
+        }
+        Value::Array(items) => items.iter().any(mentions_multiple_of),
+        _ => false,
+    }
 }
 
 /// ECMA-262 white space (`\s`) that the reference validator's rewriting of `\s` leaves out:
@@ -414,6 +496,29 @@ mod tests {
         assert_eq!(is_exact_multiple("7", "2"), Some(false));
         assert_eq!(is_exact_multiple("1", "0"), None);
         assert_eq!(is_exact_multiple("1e60", "0.01"), None);
+    }
+
+    #[test]
+    fn multiples_inside_any_of_and_one_of_are_checked_in_exact_decimals() {
+        // 836535566124642090 = 2.5 × 334614226449856836; as an f64 it is 836535566124642048.
+        let check = |schema: Value, text: &str| {
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            let document = Json::parse(text).unwrap();
+            let instance = reference_instance(&document, true).unwrap();
+            first_real_error(&validator, &instance, &document, true).map_err(|_| ())
+        };
+        let any_of = serde_json::json!({"anyOf": [{"multipleOf": 2.5}, {"type": "string"}]});
+        let f64_says = jsonschema::validator_for(&any_of)
+            .unwrap()
+            .is_valid(&serde_json::json!(836535566124642090u64));
+        assert!(!f64_says, "the validator's f64 calls it no multiple");
+        assert_eq!(check(any_of.clone(), "836535566124642090"), Ok(None));
+        assert!(matches!(check(any_of, "836535566124642091"), Ok(Some(_))));
+        let one_of = serde_json::json!({"oneOf": [{"multipleOf": 2.5}, {"type": "string"}]});
+        assert_eq!(check(one_of, "836535566124642090"), Ok(None));
+        // Under `not`, f64 may misjudge either way: such a document is not judged.
+        let not = serde_json::json!({"not": {"multipleOf": 2.5}});
+        assert!(!matches!(check(not, "836535566124642091"), Ok(Some(_))));
     }
 
     #[test]
