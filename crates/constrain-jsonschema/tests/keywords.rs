@@ -409,6 +409,28 @@ fn largest_regular(expr: &Expr) -> usize {
 /// expression repeats the spelling of every other character along each path; the key is
 /// then the automaton's graph.
 #[test]
+fn keys_whose_expression_is_past_the_budget_are_their_automaton() {
+    // A chain of 255 optional characters: a small automaton, an expression past the budget.
+    let long = "k".repeat(255);
+    let too_long = "k".repeat(256);
+    check(
+        json!({"type": "object", "patternProperties": {"^[0-9a-zA-Z_-]{1,255}$": {"type": ["number", "string", "boolean"]}}, "additionalProperties": false}),
+        &[
+            json!({}),
+            json!({"abc": 1}),
+            json!({"a_b-9": "x", "Z": true}),
+            json!({long: 2}),
+        ],
+        &[
+            json!({"": 1}),
+            json!({"a b": 1}),
+            json!({"abc": null}),
+            json!({too_long: 2}),
+        ],
+    );
+}
+
+#[test]
 fn undeclared_keys_cut_by_patterns_are_spelled_as_their_automaton() {
     let schema = json!({
         "type": "object",

@@ -80,7 +80,12 @@ pub struct Args {
     pub escapes: EscapesArg,
     /// With --schema: a schema document its `$ref`s may name by URI (repeatable; nothing is
     /// ever fetched).
-    #[arg(long, value_name = "URI=FILE", help_heading = "Constraint")]
+    #[arg(
+        long,
+        value_name = "URI=FILE",
+        requires = "schema",
+        help_heading = "Constraint"
+    )]
     pub resource: Vec<ResourceArg>,
     /// Sample every token, also where the constraint admits a single continuation (by default
     /// such text is appended without sampling, in one model evaluation): the model then

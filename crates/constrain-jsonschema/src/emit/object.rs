@@ -43,7 +43,9 @@ pub(crate) struct ExtraKey {
 
 /// Undeclared keys that share one value schema.
 struct Region {
-    keys: Re,
+    /// The keys, as an expression; `None` when it is past the budget (the automaton is
+    /// there).
+    keys: Option<Re>,
     /// The automaton `keys` was spelled from, when it was.
     automaton: Option<dfa::Dfa>,
     value: Node,
@@ -52,7 +54,7 @@ struct Region {
 impl Region {
     fn of(keys: Re, value: Node) -> Region {
         Region {
-            keys,
+            keys: Some(keys),
             automaton: None,
             value,
         }
@@ -208,13 +210,20 @@ impl Emitter<'_, '_> {
             value,
         } in regions
         {
-            if keys.is_nothing() || value == Node::Nothing {
+            if keys.as_ref().is_some_and(Re::is_nothing) || value == Node::Nothing {
                 continue;
             }
-            let key = self.key_of(&keys, automaton.as_ref())?;
+            let key = self.key_of(keys.as_ref(), automaton.as_ref())?;
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
             for (mask, exprs) in witnesses.iter_mut() {
+                let Some(keys) = &keys else {
+                    self.unsupported(
+                        "not",
+                        "keys of a member required to exist among keys whose expression is past the budget",
+                    )?;
+                    break;
+                };
                 let mut langs = vec![keys.clone()];
                 let mut v = value.clone();
                 for (j, e) in some.iter().enumerate() {
@@ -399,9 +408,11 @@ impl Emitter<'_, '_> {
                 )
             }
             .map(|d| d.minimize());
-            match automaton.and_then(|d| Ok((d.to_re()?, d))) {
-                Ok((keys, automaton)) => out.push(Region {
-                    keys,
+            match automaton {
+                // The expression rebuilt from a small automaton can be past the budget (a
+                // `^[0-9a-z_-]{1,255}$` key): the key is then the automaton's graph.
+                Ok(automaton) => out.push(Region {
+                    keys: automaton.to_re().ok(),
                     automaton: Some(automaton),
                     value,
                 }),
@@ -415,17 +426,22 @@ impl Emitter<'_, '_> {
     }
 
     /// The JSON text of a key in `keys`: the expression, or a graph of `automaton` (the
-    /// same language) when that is smaller. Regions cut by patterns and declared keys have
+    /// same language) when that is smaller or the expression is past its budget. Regions cut by patterns and declared keys have
     /// small automata whose expressions repeat the large spelling of "any other character"
     /// (raw multi-byte characters, escapes) once per path: 12,000 NFA states, 2 ms to build
     /// at the first key of each object, where the graph spells it once per state.
-    fn key_of(&self, keys: &Re, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
+    fn key_of(&self, keys: Option<&Re>, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
         let escapes = self.ctx.options.escapes;
-        let expr = string_of(keys, escapes, &self.pointer)?;
-        let Some(automaton) = automaton else {
-            return Ok(expr);
+        let graph = automaton
+            .map(|a| json_text::quoted_graph(a, escapes).map(Expr::graph))
+            .transpose()?;
+        let (keys, graph) = match (keys, graph) {
+            (Some(keys), Some(graph)) => (keys, graph),
+            (Some(keys), None) => return string_of(keys, escapes, &self.pointer),
+            (None, Some(graph)) => return Ok(graph),
+            (None, None) => return Ok(Expr::nothing()),
         };
-        let graph = Expr::graph(json_text::quoted_graph(automaton, escapes)?);
+        let expr = string_of(keys, escapes, &self.pointer)?;
         // Counted far enough to compare: past a million, either is too large anyway.
         let size = |e: &Expr| e.nfa_size_estimate(1 << 20);
         Ok(match (size(&expr), size(&graph)) {
