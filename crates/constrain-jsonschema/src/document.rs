@@ -41,6 +41,15 @@ impl Draft {
             "$id"
         }
     }
+
+    /// The `$id` (draft 4: `id`) of a schema object, unless `$ref` makes it ineffective (up to
+    /// draft 7, `$ref` overrides its siblings).
+    pub(crate) fn effective_id(self, map: &serde_json::Map<String, Value>) -> Option<&str> {
+        if self <= Draft::Draft7 && map.contains_key("$ref") {
+            return None;
+        }
+        map.get(self.id_keyword()).and_then(Value::as_str)
+    }
 }
 
 /// The name under which `"$recursiveAnchor": true` is kept among the dynamic anchors (no
@@ -216,14 +225,7 @@ impl<'a> Document<'a> {
         // The base a schema is read with; its own `$id` is applied when it is read.
         self.bases.insert(pointer.clone(), base.clone());
         let mut base = base;
-        let id_kw = draft.id_keyword();
-        // In drafts up to 7, `$ref` makes siblings (including `$id`) ineffective.
-        let ref_overrides = draft <= Draft::Draft7 && map.contains_key("$ref");
-        if let Some(id) = map
-            .get(id_kw)
-            .and_then(Value::as_str)
-            .filter(|_| !ref_overrides)
-        {
+        if let Some(id) = draft.effective_id(map) {
             if let Some(name) = id.strip_prefix('#') {
                 // Drafts 6/7: `"$id": "#name"` is a plain-name anchor.
                 self.anchors.insert(

@@ -100,17 +100,38 @@ fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
 /// the bound then put on the edges a path takes: one per character, and one per quote).
 pub(crate) fn quoted_graph(dfa: &Dfa, escapes: Escapes) -> Result<RegexGraph, GrammarError> {
     // Graph states: 0 before the opening quote, `1 + s` for automaton state `s`, and the
-    // last one after the closing quote.
-    let n = dfa.state_count();
-    let closed = n as u32 + 1;
+    // last one after the closing quote; label 0 is the quote.
+    let closed = dfa.state_count() as u32 + 1;
     let mut labels = vec![Hir::literal(*b"\"")];
-    let mut label_of: FxHashMap<CharSet, u32> = FxHashMap::default();
-    let mut states = Vec::with_capacity(n + 2);
-    states.push(GraphState {
+    let mut states = vec![GraphState {
         edges: vec![(0, 1)],
         accepting: false,
+    }];
+    for mut state in automaton_states(dfa, 1, &mut labels, |class| spell_class(class, escapes)) {
+        if std::mem::take(&mut state.accepting) {
+            state.edges.push((0, closed));
+        }
+        states.push(state);
+    }
+    states.push(GraphState {
+        edges: Vec::new(),
+        accepting: true,
     });
-    for s in 0..n {
+    RegexGraph::new(labels, states)
+}
+
+/// One graph state per state of `dfa` (state `s` becomes `first + s`), accepting where it
+/// is, with an edge per next state labelled by the class of characters leading there, as
+/// `spell` writes it; labels are appended to `labels`, each class once.
+pub(crate) fn automaton_states(
+    dfa: &Dfa,
+    first: u32,
+    labels: &mut Vec<Hir>,
+    spell: impl Fn(&CharSet) -> Hir,
+) -> Vec<GraphState> {
+    let mut label_of: FxHashMap<CharSet, u32> = FxHashMap::default();
+    let mut states = Vec::with_capacity(dfa.state_count());
+    for s in 0..dfa.state_count() {
         // The ranges into each target, as one class.
         let mut by_target: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
         for &(lo, hi, t) in dfa.transitions(s) {
@@ -123,24 +144,17 @@ pub(crate) fn quoted_graph(dfa: &Dfa, escapes: Escapes) -> Result<RegexGraph, Gr
         for (target, ranges) in by_target {
             let class = CharSet::from_ranges(ranges);
             let label = *label_of.entry(class).or_insert_with_key(|class| {
-                labels.push(spell_class(class, escapes));
+                labels.push(spell(class));
                 labels.len() as u32 - 1
             });
-            edges.push((label, target + 1));
-        }
-        if dfa.is_accepting(s) {
-            edges.push((0, closed));
+            edges.push((label, first + target));
         }
         states.push(GraphState {
             edges,
-            accepting: false,
+            accepting: dfa.is_accepting(s),
         });
     }
-    states.push(GraphState {
-        edges: Vec::new(),
-        accepting: true,
-    });
-    RegexGraph::new(labels, states)
+    states
 }
 
 /// Whether the compilation on this thread is past its deadline: encoding a huge expression

@@ -262,17 +262,11 @@ impl Ctx<'_> {
     }
 
     /// The base URI inside a schema object read with `base`: changed by its `$id`, unless
-    /// that is an anchor or, up to draft 7, `$ref` overrides it.
+    /// that is a plain-name anchor or ineffective ([`Draft::effective_id`]).
     fn own_base(&self, map: &Map<String, Value>, pointer: &str, base: &Uri) -> Uri {
-        let draft = self.doc.draft_at(pointer);
-        let Some(id) = map.get(draft.id_keyword()).and_then(Value::as_str) else {
-            return base.clone();
-        };
-        let ignored = id.starts_with('#') || (draft <= Draft::Draft7 && map.contains_key("$ref"));
-        if ignored {
-            base.clone()
-        } else {
-            base.resolve(id).without_fragment()
+        match self.doc.draft_at(pointer).effective_id(map) {
+            Some(id) if !id.starts_with('#') => base.resolve(id).without_fragment(),
+            _ => base.clone(),
         }
     }
 

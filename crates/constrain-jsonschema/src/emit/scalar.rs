@@ -1,8 +1,7 @@
 //! Numbers and strings: each one terminal (a regular expression over bytes).
 
-use constrain_engine::{Expr, GraphState, RegexGraph};
+use constrain_engine::{Expr, RegexGraph};
 use regex_syntax::hir::{Class, Hir};
-use rustc_hash::FxHashMap;
 
 use super::Emitter;
 use crate::document::Draft;
@@ -151,32 +150,10 @@ impl Emitter<'_, '_> {
 
 /// The spellings `dfa` accepts (ASCII: the characters of numbers), as a graph of its states.
 fn number_graph(dfa: &Dfa) -> Result<RegexGraph, SchemaError> {
-    let mut labels: Vec<Hir> = Vec::new();
-    let mut label_of: FxHashMap<CharSet, u32> = FxHashMap::default();
-    let mut states = Vec::with_capacity(dfa.state_count());
-    for s in 0..dfa.state_count() {
-        // The ranges into each target, as one class.
-        let mut by_target: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
-        for &(lo, hi, t) in dfa.transitions(s) {
-            match by_target.iter_mut().find(|(target, _)| *target == t) {
-                Some((_, ranges)) => ranges.push((lo, hi)),
-                None => by_target.push((t, vec![(lo, hi)])),
-            }
-        }
-        let mut edges = Vec::with_capacity(by_target.len());
-        for (target, ranges) in by_target {
-            let class = CharSet::from_ranges(ranges);
-            let label = *label_of.entry(class).or_insert_with_key(|class| {
-                labels.push(Hir::class(Class::Unicode(unicode_class(class))));
-                labels.len() as u32 - 1
-            });
-            edges.push((label, target));
-        }
-        states.push(GraphState {
-            edges,
-            accepting: dfa.is_accepting(s),
-        });
-    }
+    let mut labels = Vec::new();
+    let states = json_text::automaton_states(dfa, 0, &mut labels, |class| {
+        Hir::class(Class::Unicode(unicode_class(class)))
+    });
     Ok(RegexGraph::new(labels, states)?)
 }
 

@@ -170,6 +170,9 @@ pub fn check_schema(
     SchemaCheck::Checked(checked)
 }
 
+/// The integers `f64` holds exactly: up to 2^53.
+const EXACT_F64_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
 /// A `multipleOf` error the reference validator reports that exact arithmetic cannot settle.
 struct Undecidable;
 
@@ -263,12 +266,11 @@ fn is_real(
 /// Whether `document` has a number that `f64` does not hold exactly: beyond 2^53, or with a
 /// fraction or an exponent.
 fn has_numbers_beyond_f64(document: &Json) -> bool {
-    const EXACT_F64_INTEGERS: u64 = 1 << 53;
     match document {
         Json::Number(text) => text
             .trim_start_matches('-')
             .parse::<u64>()
-            .map_or(true, |n| n > EXACT_F64_INTEGERS),
+            .map_or(true, |n| n > EXACT_F64_INTEGERS as u64),
         Json::Array(items) => items.iter().any(has_numbers_beyond_f64),
         Json::Object(members) => members.iter().any(|(_, v)| has_numbers_beyond_f64(v)),
         _ => false,
@@ -405,7 +407,6 @@ fn in_key_order(value: &Value) -> Value {
 }
 
 fn reference_number(text: &str, integral_floats_are_integers: bool) -> Option<serde_json::Number> {
-    const EXACT_F64_INTEGERS: f64 = 9_007_199_254_740_992.0; // 2^53
     let is_integer_text = !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'));
     if is_integer_text {
         if text == "-0" {
