@@ -138,8 +138,11 @@ pub(crate) struct Lexer {
     /// Per state: whether it is free in strings (`None` until asked).
     free_in_strings: Vec<Option<bool>>,
     /// Per NFA state `(terminal, state)`: whether it comes back to itself after every string
-    /// character (see [`Lexer::loops_on_string_chars`]).
-    loops_in_strings: FxHashMap<(u32, u32), bool>,
+    /// character (see [`Lexer::loops_on_string_chars`]), or, where the key's third field is
+    /// true, after every one beyond ASCII.
+    loops_in_strings: FxHashMap<(u32, u32, bool), bool>,
+    /// Per state: whether it is free in string characters beyond ASCII (`None` until asked).
+    free_in_non_ascii: Vec<Option<bool>>,
     /// Per NFA state `(terminal, state)`: the states it lives through string characters
     /// with, if any (see [`Lexer::surviving_group`]).
     surviving_groups: FxHashMap<(u32, u32), Option<Group>>,
@@ -148,11 +151,15 @@ pub(crate) struct Lexer {
     controls_die: Vec<Option<bool>>,
     /// Per state: its string radius (`None` until asked).
     string_radius: Vec<Option<u8>>,
+    /// Per state: its string radius when exact (the outer `None` until asked).
+    exact_string_radius: Vec<Option<Option<u8>>>,
     /// Per state: the bytes where some member's transitions begin or end (`None` until
     /// asked; see [`Lexer::cuts`]).
     cuts: Vec<Option<ByteSet>>,
     /// The string characters as byte classes (`None` until first asked).
     char_classes: Option<CharClasses>,
+    /// The string characters beyond ASCII as byte classes (`None` until first asked).
+    non_ascii_char_classes: Option<CharClasses>,
     /// See `Automaton::set_deadline`.
     deadline: Option<Deadline>,
     /// Reused by [`Lexer::signature`].
@@ -248,11 +255,14 @@ impl Lexer {
             byte_radius: Vec::new(),
             free_in_strings: Vec::new(),
             loops_in_strings: FxHashMap::default(),
+            free_in_non_ascii: Vec::new(),
             surviving_groups: FxHashMap::default(),
             controls_die: Vec::new(),
             string_radius: Vec::new(),
+            exact_string_radius: Vec::new(),
             cuts: Vec::new(),
             char_classes: None,
+            non_ascii_char_classes: None,
             deadline: None,
             renumbering: Renumbering::default(),
             scratch: Vec::new(),
@@ -513,6 +523,25 @@ impl Lexer {
         free
     }
 
+    /// As [`Self::free_in_strings`], for runs of string characters beyond ASCII only: a
+    /// lexeme walk then takes a whole subtree of them at once from a state that some ASCII
+    /// characters end or kill (the keys an object leaves to a pattern that lists ASCII
+    /// characters, say), which most of a multilingual vocabulary is.
+    pub(crate) fn free_in_non_ascii(&mut self, state: LexId) -> bool {
+        if let Some(known) = self.free_in_non_ascii[state as usize] {
+            return known;
+        }
+        let free = self.free_in_strings(state) || {
+            let chars = self.non_ascii_char_classes();
+            let set = self.states[state as usize].clone();
+            set.iter()
+                .any(|&(t, s)| self.loops_on_non_ascii_chars(t, s, &chars))
+                && !self.match_reachable_in_strings(&set)
+        };
+        self.free_in_non_ascii[state as usize] = Some(free);
+        free
+    }
+
     /// The string radius of `state`: like the text radius (see `text_run`), counted in whole
     /// string characters of any script (see `token_index::is_string_char`), every byte of
     /// which must keep the lexeme alive and not ended. A string body with `maxLength` has the
@@ -543,6 +572,26 @@ impl Lexer {
     /// allowed from `state` exactly when it has no more characters than that, and a
     /// lexeme walk decides all of them at once (see `mask::lexeme_mask`).
     pub(crate) fn exact_string_radius(&mut self, state: LexId) -> Result<Option<u8>, MatchError> {
+        if let Some(known) = self.exact_string_radius[state as usize] {
+            return Ok(known);
+        }
+        let radius = self.find_exact_string_radius(state)?;
+        self.exact_string_radius[state as usize] = Some(radius);
+        Ok(radius)
+    }
+
+    /// [`Self::exact_string_radius`], not cached.
+    fn find_exact_string_radius(&mut self, state: LexId) -> Result<Option<u8>, MatchError> {
+        // A few characters leading apart rule it out at once, before every character is
+        // stepped through (the states of a counted pattern are costly to build).
+        let mut first = None;
+        for &byte in b"a0 Z-" {
+            let next = self.next(state, self.byte_class[byte as usize] as usize)?;
+            if first.is_some_and(|first| first != next) {
+                return Ok(None);
+            }
+            first = Some(next);
+        }
         let radius = self.string_radius(state)?;
         if radius >= MAX_RADIUS {
             return Ok(None);
@@ -851,6 +900,28 @@ impl Lexer {
         if let Some(chars) = &self.char_classes {
             return chars.clone();
         }
+        let chars = self.classes_of(&STRING_CHAR_SEQUENCES);
+        self.char_classes = Some(chars.clone());
+        chars
+    }
+
+    /// As [`Self::char_classes`], for the characters beyond ASCII.
+    fn non_ascii_char_classes(&mut self) -> CharClasses {
+        if let Some(chars) = &self.non_ascii_char_classes {
+            return chars.clone();
+        }
+        let sequences: Vec<Vec<(u8, u8)>> = STRING_CHAR_SEQUENCES
+            .iter()
+            .filter(|sequence| sequence[0].0 >= 0x80)
+            .cloned()
+            .collect();
+        let chars = self.classes_of(&sequences);
+        self.non_ascii_char_classes = Some(chars.clone());
+        chars
+    }
+
+    /// `sequences` of UTF-8 byte ranges as byte classes, per byte the classes its range spans.
+    fn classes_of(&self, sequences: &[Vec<(u8, u8)>]) -> CharClasses {
         let classes_in = |lo: u8, hi: u8| -> Box<[usize]> {
             let mut out = vec![self.byte_class[lo as usize] as usize];
             while let Some(&next) = self.class_rep.get(out[out.len() - 1] + 1) {
@@ -861,7 +932,7 @@ impl Lexer {
             }
             out.into_boxed_slice()
         };
-        let chars: CharClasses = STRING_CHAR_SEQUENCES
+        sequences
             .iter()
             .map(|sequence| {
                 sequence
@@ -869,9 +940,7 @@ impl Lexer {
                     .map(|&(lo, hi)| classes_in(lo, hi))
                     .collect()
             })
-            .collect();
-        self.char_classes = Some(chars.clone());
-        chars
+            .collect()
     }
 
     /// Whether a match state is reachable from `set` through bytes of string characters
@@ -965,14 +1034,31 @@ impl Lexer {
     /// (`chars`, from [`Self::char_classes`]): every NFA set a character leads to holds it.
     /// Remembered per NFA state: the same states recur in many lexer states.
     fn loops_on_string_chars(&mut self, t: u32, s: u32, chars: &CharClasses) -> bool {
-        if let Some(&loops) = self.loops_in_strings.get(&(t, s)) {
+        self.loops_on(t, s, chars, false)
+    }
+
+    /// As [`Self::loops_on_string_chars`], for the characters beyond ASCII (`chars`, from
+    /// [`Self::non_ascii_char_classes`]).
+    fn loops_on_non_ascii_chars(&mut self, t: u32, s: u32, chars: &CharClasses) -> bool {
+        self.loops_on(t, s, chars, true)
+    }
+
+    /// Whether `(t, s)` loops on every character of `chars`, remembered by whether those are
+    /// the characters beyond ASCII only.
+    fn loops_on(&mut self, t: u32, s: u32, chars: &CharClasses, beyond_ascii: bool) -> bool {
+        if let Some(&loops) = self.loops_in_strings.get(&(t, s, beyond_ascii)) {
             return loops;
         }
+        let loops = self.loops_through(t, s, chars);
+        self.loops_in_strings.insert((t, s, beyond_ascii), loops);
+        loops
+    }
+
+    /// Whether every NFA set a character of `chars` leads `(t, s)` to holds it.
+    fn loops_through(&mut self, t: u32, s: u32, chars: &CharClasses) -> bool {
         let step = |set: &Vec<(u32, u32)>, class: usize| Ok(self.set_after_class(set, class));
         let holds = |sets: &[Vec<(u32, u32)>]| sets.iter().all(|set| set.contains(&(t, s)));
-        let loops = through_each_char(chars, vec![(t, s)], step, holds).unwrap_or(false);
-        self.loops_in_strings.insert((t, s), loops);
-        loops
+        through_each_char(chars, vec![(t, s)], step, holds).unwrap_or(false)
     }
 
     /// What lexer state `state` can still read within `depth` bytes, with terminal and NFA
@@ -1231,8 +1317,10 @@ impl Lexer {
         self.extends.push(accepts.len() < set.len());
         self.byte_radius.push([None; BYTE_ALPHABETS]);
         self.free_in_strings.push(None);
+        self.free_in_non_ascii.push(None);
         self.controls_die.push(None);
         self.string_radius.push(None);
+        self.exact_string_radius.push(None);
         self.cuts.push(None);
         self.ids.insert(hash, id);
         self.states.push(set.as_slice().into());
@@ -1461,6 +1549,46 @@ mod tests {
             .next(both, lexer.byte_classes()[b'"' as usize] as usize)
             .expect("steps");
         assert!(lexer.free_in_strings(both), "one looping member is enough");
+    }
+
+    #[test]
+    fn free_in_non_ascii_needs_a_loop_on_every_character_beyond_ascii() {
+        let mut lexer = lexer(&[
+            r#""[^adilosw"\\\x00-\x1F]*""#,
+            r#""[a-zé]*""#,
+            r#"[^adilosw\x00-\x1F]*"#,
+        ]);
+        let without_letters = read(&mut lexer, 0, br#""xyz"#);
+        assert!(!lexer.free_in_strings(without_letters), "'a' kills it");
+        assert!(
+            lexer.free_in_non_ascii(without_letters),
+            "it loops on every character beyond ASCII"
+        );
+        let some_beyond = read(&mut lexer, 1, br#""ab"#);
+        assert!(!lexer.free_in_non_ascii(some_beyond), "'ü' kills it");
+        let text = read(&mut lexer, 2, b"xyz");
+        assert!(
+            !lexer.free_in_non_ascii(text),
+            "free text may end after any character"
+        );
+    }
+
+    #[test]
+    fn exact_string_radius_needs_every_character_to_lead_alike() {
+        let mut lexer = lexer(&[
+            r#""[^"\\\x00-\x1F]{0,3}""#,
+            r#""[a-z]*[0-9][^"\\\x00-\x1F]{2}""#,
+        ]);
+        let counted = read(&mut lexer, 0, br#""a"#);
+        assert_eq!(lexer.exact_string_radius(counted), Ok(Some(2)));
+        let before_digit = read(&mut lexer, 1, br#""ab"#);
+        assert_eq!(
+            lexer.exact_string_radius(before_digit),
+            Ok(None),
+            "a digit and a letter lead apart"
+        );
+        let after_digit = read(&mut lexer, 1, br#""ab7"#);
+        assert_eq!(lexer.exact_string_radius(after_digit), Ok(Some(2)));
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub(crate) struct Node {
     /// Whether every token below continues with string characters only (see
     /// [`string_characters_from`]: the last may be cut short by the token's end).
     string_below: bool,
+    /// Whether every token below continues with string characters beyond ASCII only (as
+    /// `string_below`, with no ASCII byte).
+    non_ascii_below: bool,
     /// As `string_tokens`, where a token of `k` string characters and then a control byte
     /// (see [`chars_before_control`]) counts `k + 1`: a state that survives that many string
     /// characters, and dies on a control byte after any of them, allows exactly the runs of
@@ -67,6 +70,7 @@ impl Node {
             past_short_strings: 0,
             past_short_or_broken: 0,
             string_below: true,
+            non_ascii_below: true,
             runs_or_broken: 0,
         }
     }
@@ -282,6 +286,8 @@ impl TokenIndex {
             };
             for (depth, node) in std::iter::once(0).chain(path.iter().copied()).enumerate() {
                 nodes[node].string_below &= string_from[depth].is_some();
+                nodes[node].non_ascii_below &=
+                    string_from[depth].is_some() && bytes[depth..].iter().all(|&b| b >= 0x80);
                 nodes[node].string_tokens = nodes[node].string_tokens.max(whole);
                 nodes[node].runs_or_broken = nodes[node].runs_or_broken.max(run_or_broken);
             }
@@ -496,10 +502,26 @@ impl TokenIndex {
         true
     }
 
+    /// Sets the bits of every token below `node` that is a run of at most `chars` string
+    /// characters. The caller must know that all such tokens are allowed. Reads the subtree's
+    /// tokens in order, so a walk that decides a large subtree this way reads no node of it.
+    pub(crate) fn allow_runs_up_to(&self, mask: &mut [u32], node: usize, chars: u8) {
+        let (from, below) = subtree_range(&self.nodes, &self.tokens, node);
+        let counts = &self.token_chars[from..from + below.len()];
+        for (&t, _) in below.iter().zip(counts).filter(|&(_, &c)| c <= chars) {
+            mask[(t >> 5) as usize] |= 1 << (t & 31);
+        }
+    }
+
     /// Whether every token below `node` continues with string characters only (see
     /// [`string_characters_from`]).
     pub(crate) fn string_below(&self, node: usize) -> bool {
         self.nodes[node].string_below
+    }
+
+    /// Whether every token below `node` continues with string characters beyond ASCII only.
+    pub(crate) fn non_ascii_below(&self, node: usize) -> bool {
+        self.nodes[node].non_ascii_below
     }
 
     /// As [`Self::string_tokens`], a token of `k` string characters and then a control byte

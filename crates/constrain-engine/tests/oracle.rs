@@ -135,6 +135,17 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
             Grammar::from_regex(r#""[^"\\\x00-\x1F]{0,9}"( "[^"\\\x00-\x1F]{2,30}"| [0-9]{1,3})?"#)
                 .unwrap(),
         ),
+        (
+            // Letters until a digit, then exactly five characters: the walk decides the runs
+            // below a digit by their length.
+            "counted after a pattern",
+            Grammar::from_regex(r#""[a-z]*[0-9][^"\\\x00-\x1F]{5}"( [0-9])?"#).unwrap(),
+        ),
+        (
+            // Keys without some ASCII letters: free in every character beyond ASCII.
+            "keys without some letters",
+            Grammar::from_regex(r#"\{"[^adilosw|"\\\x00-\x1F]*" ?: ?[0-9]{1,3}\}"#).unwrap(),
+        ),
     ];
     if let Some((special, _, _)) = vocab.iter().find(|(_, _, k)| *k == TokenKind::Special) {
         list.push(("tool", tool_grammar(special)));
