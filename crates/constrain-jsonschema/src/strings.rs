@@ -1,7 +1,7 @@
 //! The decoded-string language of a [`StringSet`]: its patterns, formats and length bounds
 //! combined into one regular expression, or, where no expression of it is small, the
-//! patterns' automaton with the length bounds left to the engine to count (see
-//! [`string_language`]).
+//! patterns' automaton with the length bounds left to the engine to count, or with the
+//! `minLength` in it when there is no `maxLength` (see [`string_language`]).
 
 use std::cell::{Cell, RefCell};
 use std::thread::LocalKey;
@@ -105,10 +105,13 @@ pub(crate) enum StringLanguage {
     /// Exactly, by the patterns' automaton over characters, read by paths of `min_len` to
     /// `max_len` characters (the engine counts them: see `RegexGraph::with_edge_bounds`),
     /// where the bound is long (see [`COUNTED_FROM`]) or no expression fits the budgets.
+    /// Without a `maxLength`, the automaton holds the `minLength` too and nothing is counted
+    /// (`max_len` is `None`): a `format` met with a `pattern` (`uri` and `^https?://`) has an
+    /// automaton of a few hundred states but no expression within the budget.
     Automaton {
         pattern: Dfa,
         min_len: u32,
-        max_len: u32,
+        max_len: Option<u32>,
     },
     /// A subset, by an expression (see [`narrow_length`]): where the patterns have no
     /// automaton within the budgets.
@@ -141,7 +144,7 @@ fn decide_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
         Ok(re) => Ok(StringLanguage::Exact(re)),
         Err(e) => {
             let Some(max) = set.max_len else {
-                return Err(e);
+                return uncounted_automaton(set).ok_or(e);
             };
             if max < COUNTED_FROM {
                 if let Some(language) = counted_automaton(set, max) {
@@ -172,29 +175,56 @@ fn counted_automaton(set: &StringSet, max: u64) -> Option<StringLanguage> {
     if min_len > max_len {
         return None;
     }
+    let pattern = patterns_automaton(set)?;
+    // The graph has an edge per quote too, and the engine bounds edges times lengths.
+    let graph_edges = (edges(&pattern) + pattern.state_count() + 1) as u64;
+    if graph_edges.saturating_mul(u64::from(max_len) + 3) > constrain_engine::MAX_EDGE_BOUND_WORK
+        || !spend_graph_edges(&pattern)
+    {
+        return None;
+    }
+    Some(StringLanguage::Automaton {
+        pattern,
+        min_len,
+        max_len: Some(max_len),
+    })
+}
+
+/// The automaton of `set`'s patterns and `minLength`, for a set without `maxLength`, if it
+/// has one within the automaton budget and the compilation's graph edges; the edges are spent.
+fn uncounted_automaton(set: &StringSet) -> Option<StringLanguage> {
+    let mut pattern = patterns_automaton(set)?;
+    if set.min_len > 0 {
+        let min = u32::try_from(set.min_len).ok()?;
+        pattern = pattern.intersect(&dfa::at_least_dfa(min)).ok()?.minimize();
+    }
+    spend_graph_edges(&pattern).then_some(StringLanguage::Automaton {
+        pattern,
+        min_len: 0,
+        max_len: None,
+    })
+}
+
+/// The minimal automaton of the strings every pattern of `set` matches, if within budget.
+fn patterns_automaton(set: &StringSet) -> Option<Dfa> {
     let any = Re::any_string();
     let (first, rest) = set
         .langs
         .split_first()
         .map_or((&any, &[][..]), |(first, rest)| (&**first, rest));
     let rest: Vec<Re> = rest.iter().map(|r| (**r).clone()).collect();
-    let pattern = dfa::intersection_automaton(first, &rest).ok()?;
-    let spent = edges(&pattern);
+    dfa::intersection_automaton(first, &rest).ok()
+}
+
+/// Spends the graph edges of `pattern` from the compilation's budget, if it has them left.
+fn spend_graph_edges(pattern: &Dfa) -> bool {
+    let spent = edges(pattern);
     let left = GRAPH_EDGES_LEFT.with(Cell::get);
-    // The graph has an edge per quote too, and the engine bounds edges times lengths.
-    let graph_edges = (spent + pattern.state_count() + 1) as u64;
-    if spent > left
-        || graph_edges.saturating_mul(u64::from(max_len) + 3)
-            > constrain_engine::MAX_EDGE_BOUND_WORK
-    {
-        return None;
+    if spent > left {
+        return false;
     }
     GRAPH_EDGES_LEFT.with(|c| c.set(left - spent));
-    Some(StringLanguage::Automaton {
-        pattern,
-        min_len,
-        max_len,
-    })
+    true
 }
 
 /// The edges of `dfa` as a graph: its transitions counted once per target.
@@ -393,7 +423,10 @@ mod tests {
             else {
                 unreachable!("an automaton a moment ago");
             };
-            assert_eq!((u64::from(min_len), u64::from(max_len)), (min, max));
+            assert_eq!(
+                (u64::from(min_len), max_len.map(u64::from)),
+                (min, Some(max))
+            );
         }
         // A small product has an expression.
         assert_eq!(kind(&pattern_within("[a-z]{2}-[0-9]+", 4, 10)), "exact");

@@ -431,6 +431,35 @@ fn keys_whose_expression_is_past_the_budget_are_their_automaton() {
 }
 
 #[test]
+fn formats_met_with_patterns_past_the_expression_budget_are_their_automaton() {
+    // The automaton of `uri` and `^https?://` has under 200 states; its expression is past
+    // the budget.
+    check(
+        json!({"type": "string", "allOf": [{"format": "uri"}, {"pattern": "^https?://"}]}),
+        &[
+            json!("http://example.com"),
+            json!("https://example.com/a/b?c=d#e"),
+            json!("https://[::1]:8080/"),
+        ],
+        &[
+            json!("ftp://example.com"),
+            json!("https://exa mple.com"),
+            json!("mailto:someone@example.com"),
+            json!("http"),
+        ],
+    );
+    // With a `minLength`, counted in the automaton.
+    check(
+        json!({"type": "string", "format": "uri", "pattern": "^https?://", "minLength": 20}),
+        &[
+            json!("https://example.com/x"),
+            json!("http://example.org/abc"),
+        ],
+        &[json!("https://example.com"), json!("http://a.b")],
+    );
+}
+
+#[test]
 fn undeclared_keys_cut_by_patterns_are_spelled_as_their_automaton() {
     let schema = json!({
         "type": "object",

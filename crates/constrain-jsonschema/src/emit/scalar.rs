@@ -121,10 +121,12 @@ impl Emitter<'_, '_> {
                 min_len,
                 max_len,
             }) => {
-                // An edge per character, and one per quote.
-                let graph = json_text::quoted_graph(&pattern, self.ctx.options.escapes)?
-                    .with_edge_bounds(min_len + 2, max_len + 2)?;
-                return Ok(Expr::graph(graph));
+                let graph = json_text::quoted_graph(&pattern, self.ctx.options.escapes)?;
+                return Ok(Expr::graph(match max_len {
+                    // An edge per character, and one per quote.
+                    Some(max_len) => graph.with_edge_bounds(min_len + 2, max_len + 2)?,
+                    None => graph,
+                }));
             }
             Err(e) => {
                 self.unsupported("pattern", format!("string constraints do not combine: {e}"))?;

@@ -702,6 +702,16 @@ pub(crate) fn length_dfa(min: u32, max: u32) -> Dfa {
     Dfa { trans, accepting }
 }
 
+/// Strings of `min` characters or more, as an automaton.
+pub(crate) fn at_least_dfa(min: u32) -> Dfa {
+    let last = min as usize;
+    let trans = (0..=last)
+        .map(|i| vec![(0, super::charset::MAX_CHAR, (i + 1).min(last) as u32)])
+        .collect();
+    let accepting = (0..=last).map(|i| i == last).collect();
+    Dfa { trans, accepting }
+}
+
 /// The strings of `positive` that none of `negative` matches, as an automaton.
 pub(crate) fn difference(positive: &[Re], negative: &[Re]) -> Result<Dfa> {
     let mut dfa = match positive.split_first() {
