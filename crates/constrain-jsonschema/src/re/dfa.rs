@@ -664,17 +664,47 @@ pub(crate) fn intersect_all(res: &[Re]) -> Result<Re> {
 
 /// The minimal automaton of the strings `first` and every one of `rest` match.
 pub(crate) fn intersection_automaton(first: &Re, rest: &[Re]) -> Result<Dfa> {
-    let mut dfa = Dfa::from_re(first)?.minimize();
+    let mut dfa = minimal_dfa(first)?;
     for re in rest {
-        dfa = dfa.intersect(&Dfa::from_re(re)?.minimize())?.minimize();
+        dfa = dfa.intersect(&minimal_dfa(re)?)?.minimize();
     }
     Ok(dfa)
 }
 
 /// The strings `re` does not match.
 pub(crate) fn complement(re: &Re) -> Result<Re> {
-    Dfa::from_re(re)?.minimize().complement().to_re()
+    minimal_dfa(re)?.complement().to_re()
 }
+
+/// The minimal automaton of `re`. Those that take long to build are kept for the process: a
+/// `format` recurs across schemas, met with a different `pattern` each time (`uri` takes
+/// 4 ms to build and 2 more to minimize, the email address 3.5).
+pub(crate) fn minimal_dfa(re: &Re) -> Result<Dfa> {
+    if let Some(known) = SLOW_DFAS.lock().ok().and_then(|kept| kept.get(re).cloned()) {
+        return Ok(known);
+    }
+    let started = std::time::Instant::now();
+    let dfa = Dfa::from_re(re)?.minimize();
+    if started.elapsed() >= SLOW_DFA {
+        if let Ok(mut kept) = SLOW_DFAS.lock() {
+            if kept.len() >= MAX_SLOW_DFAS {
+                kept.clear();
+            }
+            kept.insert(re.clone(), dfa.clone());
+        }
+    }
+    Ok(dfa)
+}
+
+/// The minimal automata that took [`SLOW_DFA`] or more to build, by expression.
+static SLOW_DFAS: std::sync::LazyLock<std::sync::Mutex<FxHashMap<Re, Dfa>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Building time from which an automaton is kept (see [`minimal_dfa`]).
+const SLOW_DFA: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// Most automata [`SLOW_DFAS`] keeps; it starts over beyond.
+const MAX_SLOW_DFAS: usize = 64;
 
 /// Whether `re` matches no string: from its structure when it has no assertion (a regular
 /// expression without intersection or complement is empty only through an empty class),
@@ -715,16 +745,14 @@ pub(crate) fn at_least_dfa(min: u32) -> Dfa {
 /// The strings of `positive` that none of `negative` matches, as an automaton.
 pub(crate) fn difference(positive: &[Re], negative: &[Re]) -> Result<Dfa> {
     let mut dfa = match positive.split_first() {
-        Some((first, _)) => Dfa::from_re(first)?.minimize(),
+        Some((first, _)) => minimal_dfa(first)?,
         None => Dfa::from_re(&Re::any_string())?,
     };
     for re in positive.iter().skip(1) {
-        dfa = dfa.intersect(&Dfa::from_re(re)?.minimize())?.minimize();
+        dfa = dfa.intersect(&minimal_dfa(re)?)?.minimize();
     }
     for re in negative {
-        dfa = dfa
-            .intersect(&Dfa::from_re(re)?.minimize().complement())?
-            .minimize();
+        dfa = dfa.intersect(&minimal_dfa(re)?.complement())?.minimize();
     }
     Ok(dfa)
 }
