@@ -431,6 +431,27 @@ fn keys_whose_expression_is_past_the_budget_are_their_automaton() {
 }
 
 #[test]
+fn unanchored_alternations_of_many_words_are_searched_together() {
+    // Searched one by one (`.*trace.*|.*info.*|...`), the automaton tracked which words had
+    // been seen: past 5,000 states before minimizing.
+    check(
+        json!({
+            "type": "object",
+            "patternProperties": {
+                "trace|debug[2-5]?|info|stats|notice|warning|error|critical|alert|fatal": {"type": "integer"}
+            },
+            "additionalProperties": false
+        }),
+        &[
+            json!({}),
+            json!({"x-trace-y": 1}),
+            json!({"debug3": 2, "my error": 3}),
+        ],
+        &[json!({"other": 1}), json!({"info": "x"}), json!({"deb": 1})],
+    );
+}
+
+#[test]
 fn formats_met_with_patterns_past_the_expression_budget_are_their_automaton() {
     // The automaton of `uri` and `^https?://` has under 200 states; its expression is past
     // the budget.

@@ -110,7 +110,10 @@ pub(crate) fn anchor(re: Re) -> Re {
         Re::Alt(v) => v,
         other => vec![other],
     };
-    let mut out = Vec::with_capacity(alternatives.len());
+    // The bodies of the alternatives anchored alike, searched together: `.*(a|b).*` rather
+    // than `.*a.*|.*b.*`, whose automaton tracks which of the words have been seen (past
+    // 5,000 states for ten words) before minimizing.
+    let mut groups: Vec<((bool, bool), Vec<Re>)> = Vec::new();
     let mut unresolved = Vec::new();
     for alt in alternatives {
         let (starts, body) = match strip_start(&alt) {
@@ -125,11 +128,21 @@ pub(crate) fn anchor(re: Re) -> Re {
             unresolved.push(alt);
             continue;
         }
+        match groups
+            .iter_mut()
+            .find(|(anchors, _)| *anchors == (starts, ends))
+        {
+            Some((_, bodies)) => bodies.push(body),
+            None => groups.push(((starts, ends), vec![body])),
+        }
+    }
+    let mut out = Vec::with_capacity(groups.len() + 1);
+    for ((starts, ends), bodies) in groups {
         let mut parts = Vec::with_capacity(3);
         if !starts {
             parts.push(Re::any_string());
         }
-        parts.push(body);
+        parts.push(Re::alt(bodies));
         if !ends {
             parts.push(Re::any_string());
         }
