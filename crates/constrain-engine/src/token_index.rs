@@ -284,10 +284,12 @@ impl TokenIndex {
             } else {
                 chars_before_control(bytes).map_or(u8::MAX, |k| k.saturating_add(1))
             };
+            // Where the bytes beyond ASCII that end the token begin.
+            let non_ascii_from = bytes.iter().rposition(|&b| b < 0x80).map_or(0, |p| p + 1);
             for (depth, node) in std::iter::once(0).chain(path.iter().copied()).enumerate() {
                 nodes[node].string_below &= string_from[depth].is_some();
                 nodes[node].non_ascii_below &=
-                    string_from[depth].is_some() && bytes[depth..].iter().all(|&b| b >= 0x80);
+                    string_from[depth].is_some() && depth >= non_ascii_from;
                 nodes[node].string_tokens = nodes[node].string_tokens.max(whole);
                 nodes[node].runs_or_broken = nodes[node].runs_or_broken.max(run_or_broken);
             }

@@ -140,11 +140,19 @@ fn decide_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
             return Ok(language);
         }
     }
-    if set.max_len.is_none() && set.langs.len() >= 2 {
-        // Patterns met with a format of hundreds of states: their expression, rebuilt from
-        // the automaton, runs past the budget, and finding so takes longer than the rest of
-        // compiling them.
-        if let Some(language) = large_uncounted_automaton(set) {
+    // Without a `maxLength`, several patterns' automaton, built once. Met with a format of
+    // hundreds of states, their expression, rebuilt from the automaton, runs past the budget,
+    // and finding so takes longer than the rest of compiling them: the automaton it is then.
+    let uncounted = if set.max_len.is_none() && set.langs.len() >= 2 {
+        patterns_automaton(set)
+    } else {
+        None
+    };
+    if let Some(pattern) = uncounted
+        .as_ref()
+        .filter(|p| p.state_count() >= AUTOMATON_WITHOUT_EXPRESSION_FROM)
+    {
+        if let Some(language) = uncounted_automaton(set, pattern.clone()) {
             return Ok(language);
         }
     }
@@ -152,7 +160,10 @@ fn decide_language(set: &StringSet) -> Result<StringLanguage, TooLarge> {
         Ok(re) => Ok(StringLanguage::Exact(re)),
         Err(e) => {
             let Some(max) = set.max_len else {
-                return uncounted_automaton(set).ok_or(e);
+                return uncounted
+                    .or_else(|| patterns_automaton(set))
+                    .and_then(|pattern| uncounted_automaton(set, pattern))
+                    .ok_or(e);
             };
             if max < COUNTED_FROM {
                 if let Some(language) = counted_automaton(set, max) {
@@ -202,24 +213,10 @@ fn counted_automaton(set: &StringSet, max: u64) -> Option<StringLanguage> {
 /// an expression being tried (see [`decide_language`]).
 const AUTOMATON_WITHOUT_EXPRESSION_FROM: usize = 128;
 
-/// [`uncounted_automaton`] when the patterns' automaton has
-/// [`AUTOMATON_WITHOUT_EXPRESSION_FROM`] states or more.
-fn large_uncounted_automaton(set: &StringSet) -> Option<StringLanguage> {
-    let pattern = patterns_automaton(set)?;
-    if pattern.state_count() < AUTOMATON_WITHOUT_EXPRESSION_FROM {
-        return None;
-    }
-    uncounted_automaton_of(set, pattern)
-}
-
-/// The automaton of `set`'s patterns and `minLength`, for a set without `maxLength`, if it
-/// has one within the automaton budget and the compilation's graph edges; the edges are spent.
-fn uncounted_automaton(set: &StringSet) -> Option<StringLanguage> {
-    uncounted_automaton_of(set, patterns_automaton(set)?)
-}
-
-/// [`uncounted_automaton`], given the patterns' automaton.
-fn uncounted_automaton_of(set: &StringSet, mut pattern: Dfa) -> Option<StringLanguage> {
+/// The strings of `set`, without `maxLength`, as `pattern` (its patterns' automaton) with the
+/// `minLength` put in, if within the automaton budget and the compilation's graph edges; the
+/// edges are spent.
+fn uncounted_automaton(set: &StringSet, mut pattern: Dfa) -> Option<StringLanguage> {
     if set.min_len > 0 {
         let min = u32::try_from(set.min_len).ok()?;
         pattern = pattern.intersect(&dfa::at_least_dfa(min)).ok()?.minimize();
