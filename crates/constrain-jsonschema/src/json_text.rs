@@ -160,7 +160,7 @@ pub(crate) fn automaton_states(
 /// Whether the compilation on this thread is past its deadline: encoding a huge expression
 /// then stops early, with a result its caller must discard (see `emit::scalar::string_of`).
 fn out_of_time() -> bool {
-    crate::deadline::expired().is_some()
+    crate::deadline::expired_sampled()
 }
 
 /// Whether `re` contains a repetition with an upper bound above one.
