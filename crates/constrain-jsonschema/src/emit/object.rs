@@ -43,9 +43,7 @@ pub(crate) struct ExtraKey {
 
 /// Undeclared keys that share one value schema.
 struct Region {
-    /// The keys, as an expression; `None` when it is past the budget (the automaton is
-    /// there).
-    keys: Option<Re>,
+    keys: Keys,
     /// The automaton `keys` was spelled from, when it was.
     automaton: Option<dfa::Dfa>,
     value: Node,
@@ -54,10 +52,44 @@ struct Region {
 impl Region {
     fn of(keys: Re, value: Node) -> Region {
         Region {
-            keys: Some(keys),
+            keys: Keys::Expression(keys),
             automaton: None,
             value,
         }
+    }
+
+    /// Every key but `words`, with its value schema.
+    fn all_but(words: Vec<String>, value: Node) -> Region {
+        Region {
+            keys: Keys::AllBut(words),
+            automaton: None,
+            value,
+        }
+    }
+}
+
+/// The keys of a region.
+enum Keys {
+    /// Every key but these: the common case (the keys an object does not declare), spelled
+    /// straight from their trie, with no expression built unless a witness needs one.
+    AllBut(Vec<String>),
+    Expression(Re),
+    /// An expression past the budget: only the automaton has the keys.
+    PastBudget,
+}
+
+impl Keys {
+    /// The keys as an expression (built, for [`Keys::AllBut`]); `None` past the budget.
+    fn expression(&self) -> Option<std::borrow::Cow<'_, Re>> {
+        match self {
+            Keys::AllBut(words) => Some(std::borrow::Cow::Owned(Re::not_in(words))),
+            Keys::Expression(re) => Some(std::borrow::Cow::Borrowed(re)),
+            Keys::PastBudget => None,
+        }
+    }
+
+    fn is_nothing(&self) -> bool {
+        matches!(self, Keys::Expression(re) if re.is_nothing())
     }
 }
 
@@ -210,21 +242,26 @@ impl Emitter<'_, '_> {
             value,
         } in regions
         {
-            if keys.as_ref().is_some_and(Re::is_nothing) || value == Node::Nothing {
+            if keys.is_nothing() || value == Node::Nothing {
                 continue;
             }
-            let key = self.key_of(keys.as_ref(), automaton.as_ref())?;
+            let key = self.key_of(&keys, automaton.as_ref())?;
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
+            let expression = if witnesses.is_empty() {
+                None
+            } else {
+                keys.expression()
+            };
             for (mask, exprs) in witnesses.iter_mut() {
-                let Some(keys) = &keys else {
+                let Some(keys) = &expression else {
                     self.unsupported(
                         "not",
                         "keys of a member required to exist among keys whose expression is past the budget",
                     )?;
                     break;
                 };
-                let mut langs = vec![keys.clone()];
+                let mut langs = vec![keys.as_ref().clone()];
                 let mut v = value.clone();
                 for (j, e) in some.iter().enumerate() {
                     if *mask & (1 << j) != 0 {
@@ -307,6 +344,9 @@ impl Emitter<'_, '_> {
             }
         };
         if rules.is_empty() {
+            if names.is_empty() {
+                return Ok(vec![Region::all_but(declared, Node::Any)]);
+            }
             let keys = restrict(self, Re::not_in(&declared))?;
             return Ok(vec![Region::of(keys, Node::Any)]);
         }
@@ -325,10 +365,11 @@ impl Emitter<'_, '_> {
                             freed.push(n.clone());
                         }
                     }
-                    let mut out = vec![Region::of(
-                        restrict(self, Re::not_in(&excluded))?,
-                        rule.value.clone(),
-                    )];
+                    let mut out = vec![if names.is_empty() {
+                        Region::all_but(excluded, rule.value.clone())
+                    } else {
+                        Region::of(restrict(self, Re::not_in(&excluded))?, rule.value.clone())
+                    }];
                     if !freed.is_empty() {
                         out.push(Region::of(
                             restrict(self, Re::one_of_strings(&freed))?,
@@ -412,7 +453,7 @@ impl Emitter<'_, '_> {
                 // The expression rebuilt from a small automaton can be past the budget (a
                 // `^[0-9a-z_-]{1,255}$` key): the key is then the automaton's graph.
                 Ok(automaton) => out.push(Region {
-                    keys: automaton.to_re().ok(),
+                    keys: automaton.to_re().map_or(Keys::PastBudget, Keys::Expression),
                     automaton: Some(automaton),
                     value,
                 }),
@@ -425,14 +466,24 @@ impl Emitter<'_, '_> {
         Ok(out)
     }
 
-    /// The JSON text of a key in `keys`: the expression, or a graph of `automaton` (the
-    /// same language) when that is smaller or the expression is past its budget. Regions cut
+    /// The JSON text of a key in `keys`: every key but some spelled from their trie, the
+    /// expression, or a graph of `automaton` (the same language) when that is smaller or the
+    /// expression is past its budget. Regions cut
     /// by patterns and declared keys have small automata whose expressions repeat the large
     /// spelling of "any other character" (raw multi-byte characters, escapes) once per path:
     /// 12,000 NFA states, 2 ms to build at the first key of each object, where the graph
     /// spells it once per state.
-    fn key_of(&self, keys: Option<&Re>, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
+    fn key_of(&self, keys: &Keys, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
         let escapes = self.ctx.options.escapes;
+        let keys = match keys {
+            Keys::AllBut(words) => {
+                let expr = json_text::quoted_not_in(words, escapes);
+                crate::deadline::check(&self.pointer)?;
+                return Ok(expr);
+            }
+            Keys::Expression(re) => Some(re),
+            Keys::PastBudget => None,
+        };
         let graph = automaton
             .map(|a| json_text::quoted_graph(a, escapes).map(Expr::graph))
             .transpose()?;
