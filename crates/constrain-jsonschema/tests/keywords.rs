@@ -6,7 +6,7 @@ mod common;
 
 use common::{byte_index, Checked};
 use constrain_engine::{Expr, Grammar};
-use constrain_jsonschema::{Options, PropertyOrder};
+use constrain_jsonschema::{Escapes, Options, PropertyOrder};
 use serde_json::{json, Value};
 
 fn check_with(options: &Options, schema: Value, valid: &[Value], invalid: &[Value]) {
@@ -478,6 +478,62 @@ fn formats_met_with_patterns_past_the_expression_budget_are_their_automaton() {
         ],
         &[json!("https://example.com"), json!("http://a.b")],
     );
+}
+
+/// The keys an object leaves open are every key but the declared ones, in every spelling
+/// the options allow: checked through the engine for every key of up to three characters
+/// of an alphabet that has the declared keys' characters, an escaped one, a control one and
+/// characters beyond ASCII, spelled raw, as `json.dumps` does and with `\u` escapes.
+#[test]
+fn undeclared_keys_are_every_key_but_the_declared_ones_in_every_spelling() {
+    let declared = ["na", "name", "namespace", "kind", "é/", "a\"b"];
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "na": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"},
+            "kind": {"type": "string"}, "é/": {"type": "string"}, "a\"b": {"type": "string"}
+        },
+        "additionalProperties": {"type": "boolean"}
+    });
+    let alphabet = [
+        'n', 'a', 'm', 'e', 'k', 'x', 'é', '/', '"', '\\', '\n', '😀',
+    ];
+    let mut keys = vec![String::new()];
+    let mut layer = keys.clone();
+    for _ in 0..3 {
+        layer = layer
+            .iter()
+            .flat_map(|s| alphabet.iter().map(move |&c| format!("{s}{c}")))
+            .collect();
+        keys.extend(layer.iter().cloned());
+    }
+    for word in declared {
+        keys.push(word.to_string());
+        keys.push(format!("{word}s"));
+        keys.push(word.chars().skip(1).collect());
+    }
+    let escaped = |s: &str| -> String { s.encode_utf16().map(|u| format!("\\u{u:04x}")).collect() };
+    let index = byte_index();
+    for escapes in [Escapes::Any, Escapes::Canonical] {
+        let options = Options {
+            property_order: PropertyOrder::Any,
+            escapes,
+            ..Options::default()
+        };
+        let c = Checked::new(&index, &schema, &options).expect("compiles");
+        for key in &keys {
+            let open = !declared.contains(&key.as_str());
+            let canonical = common::compact(&json!(key));
+            assert_eq!(
+                c.accepts_text(&format!("{{{canonical}:true}}")),
+                open,
+                "{escapes:?}: {canonical}"
+            );
+            let spelled = format!("{{\"{}\":true}}", escaped(key));
+            let expected = open && (escapes == Escapes::Any || key.is_empty());
+            assert_eq!(c.accepts_text(&spelled), expected, "{escapes:?}: {spelled}");
+        }
+    }
 }
 
 #[test]

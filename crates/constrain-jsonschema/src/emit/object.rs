@@ -70,8 +70,8 @@ impl Region {
 
 /// The keys of a region.
 enum Keys {
-    /// Every key but these: the common case (the keys an object does not declare), spelled
-    /// straight from their trie, with no expression built unless a witness needs one.
+    /// Every key but these: the common case (the keys an object does not declare), a graph
+    /// built straight from their trie, with no expression unless a witness needs one.
     AllBut(Vec<String>),
     Expression(Re),
     /// An expression past the budget: only the automaton has the keys.
@@ -466,7 +466,7 @@ impl Emitter<'_, '_> {
         Ok(out)
     }
 
-    /// The JSON text of a key in `keys`: every key but some spelled from their trie, the
+    /// The JSON text of a key in `keys`: every key but some as a graph of their trie, the
     /// expression, or a graph of `automaton` (the same language) when that is smaller or the
     /// expression is past its budget. Regions cut
     /// by patterns and declared keys have small automata whose expressions repeat the large
@@ -477,9 +477,7 @@ impl Emitter<'_, '_> {
         let escapes = self.ctx.options.escapes;
         let keys = match keys {
             Keys::AllBut(words) => {
-                let expr = json_text::quoted_not_in(words, escapes);
-                crate::deadline::check(&self.pointer)?;
-                return Ok(expr);
+                return Ok(Expr::graph(json_text::quoted_not_in(words, escapes)?));
             }
             Keys::Expression(re) => Some(re),
             Keys::PastBudget => None,

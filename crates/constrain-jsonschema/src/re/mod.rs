@@ -13,7 +13,7 @@ mod trie;
 
 pub(crate) use charset::CharSet;
 pub(crate) use length::{narrow_length, restrict_length};
-pub(crate) use trie::{complement_of, ComplementBuilder};
+pub(crate) use trie::FlatTrie;
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
 

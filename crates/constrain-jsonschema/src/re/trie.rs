@@ -40,121 +40,54 @@ impl Trie {
     /// alphabet that stop at a node that ends no word or leave the trie (a path, then an
     /// alphabet character no word continues with there, then anything).
     ///
-    /// The alphabet is printable ASCII but the quote and the backslash, and `used`, every
-    /// character a word uses. Each node's departure class is kept to it: the rest of the
+    /// `alphabet` is printable ASCII but the quote and the backslash, and every character a
+    /// word uses. Each node's departure class is kept to it: the rest of the
     /// characters, which as JSON text is the large part (escapes, raw multi-byte characters,
     /// `\u` escapes, surrogate pairs), is spelled once for the whole set instead of once per
     /// node. A fixed alphabet keeps the departure classes the same from one set to the next,
     /// so their spellings are reused; without the two escaped characters the canonical
     /// spelling of a departure class is a single character class.
     /// The trailing "anything" is shared, which keeps the expression as small as the trie.
-    fn complement<B: ComplementBuilder>(&self, used: &CharSet, build: &B) -> B::Out {
-        let alphabet = used.union(&CharSet::from_ranges([
-            (0x20, 0x21),
-            (0x23, 0x5B),
-            (0x5D, 0x7E),
-        ]));
-        let unfinished = self.unfinished(build);
-        let departures = self.departures(&alphabet, build);
-        build.complement(&alphabet, unfinished, departures)
-    }
-
-    /// Paths to nodes that end no word; `None` when every node ends one.
-    fn unfinished<B: ComplementBuilder>(&self, build: &B) -> Option<B::Out> {
-        let mut alts = Vec::with_capacity(self.children.len() + 1);
-        if !self.end {
-            alts.push(build.empty());
-        }
-        for (&c, child) in &self.children {
-            if let Some(rest) = child.unfinished(build) {
-                alts.push(build.prefixed(c, rest));
-            }
-        }
-        (!alts.is_empty()).then(|| build.branches(alts))
-    }
-
-    /// A path followed by a character of `alphabet` that leaves the trie. Never empty: a
-    /// leaf leaves with every character of the alphabet.
-    fn departures<B: ComplementBuilder>(&self, alphabet: &CharSet, build: &B) -> B::Out {
-        let mut alts = Vec::with_capacity(self.children.len() + 1);
-        let firsts = CharSet::from_ranges(self.children.keys().map(|&c| (c as u32, c as u32)));
-        let leaving = alphabet.difference(&firsts);
-        if !leaving.is_empty() {
-            alts.push(build.class(&leaving));
-        }
-        for (&c, child) in &self.children {
-            alts.push(build.prefixed(c, child.departures(alphabet, build)));
-        }
-        build.branches(alts)
-    }
-}
-
-/// What the complement of a set of strings is built into: an expression ([`Re`]), or its
-/// JSON text spelled directly, without the expression in between.
-pub(crate) trait ComplementBuilder {
-    type Out;
-    /// Only the empty string.
-    fn empty(&self) -> Self::Out;
-    /// One character of `set` (not empty).
-    fn class(&self, set: &CharSet) -> Self::Out;
-    /// The character `c`, then `rest`.
-    fn prefixed(&self, c: char, rest: Self::Out) -> Self::Out;
-    /// The alternatives of one trie level, which start apart (at least one).
-    fn branches(&self, alts: Vec<Self::Out>) -> Self::Out;
-    /// `(alphabet* outside anything) | unfinished | departures anything`, where `outside` is
-    /// a character that is not in `alphabet`.
-    fn complement(
-        &self,
-        alphabet: &CharSet,
-        unfinished: Option<Self::Out>,
-        departures: Self::Out,
-    ) -> Self::Out;
-}
-
-/// Builds the complement as an expression.
-struct AsExpression;
-
-impl ComplementBuilder for AsExpression {
-    type Out = Re;
-
-    fn empty(&self) -> Re {
-        Re::empty()
-    }
-
-    fn class(&self, set: &CharSet) -> Re {
-        Re::Class(set.clone())
-    }
-
-    fn prefixed(&self, c: char, rest: Re) -> Re {
-        prefixed(c.to_string(), rest)
-    }
-
-    fn branches(&self, alts: Vec<Re>) -> Re {
-        trie_alt(alts)
-    }
-
-    fn complement(&self, alphabet: &CharSet, unfinished: Option<Re>, departures: Re) -> Re {
+    fn complement(&self, alphabet: &CharSet) -> Re {
         Re::alt(vec![
             Re::concat(vec![
                 Re::repeat(Re::class(alphabet.clone()), 0, None),
                 Re::class(alphabet.complement()),
                 Re::any_string(),
             ]),
-            unfinished.unwrap_or_else(Re::nothing),
-            Re::concat(vec![departures, Re::any_string()]),
+            self.unfinished(),
+            Re::concat(vec![self.departures(alphabet), Re::any_string()]),
         ])
     }
-}
 
-/// Every string except `strings`, built by `build`.
-pub(crate) fn complement_of<B: ComplementBuilder>(strings: &[String], build: &B) -> B::Out {
-    let used = CharSet::from_ranges(
-        strings
-            .iter()
-            .flat_map(|s| s.chars())
-            .map(|c| (c as u32, c as u32)),
-    );
-    Trie::build(strings).complement(&used, build)
+    /// Paths to nodes that end no word.
+    fn unfinished(&self) -> Re {
+        let mut alts = Vec::with_capacity(self.children.len() + 1);
+        if !self.end {
+            alts.push(Re::empty());
+        }
+        for (&c, child) in &self.children {
+            let rest = child.unfinished();
+            if !rest.is_nothing() {
+                alts.push(prefixed(c.to_string(), rest));
+            }
+        }
+        trie_alt(alts)
+    }
+
+    /// A path followed by a character of `alphabet` that leaves the trie.
+    fn departures(&self, alphabet: &CharSet) -> Re {
+        let mut alts = Vec::with_capacity(self.children.len() + 1);
+        let firsts = CharSet::from_ranges(self.children.keys().map(|&c| (c as u32, c as u32)));
+        let leaving = alphabet.difference(&firsts);
+        if !leaving.is_empty() {
+            alts.push(Re::Class(leaving));
+        }
+        for (&c, child) in &self.children {
+            alts.push(prefixed(c.to_string(), child.departures(alphabet)));
+        }
+        trie_alt(alts)
+    }
 }
 
 /// `path` then `rest`, as [`Re::concat`] would simplify it: `rest` is never nothing here.
@@ -191,7 +124,53 @@ impl Re {
 
     /// Every string except the given ones.
     pub(crate) fn not_in(strings: &[String]) -> Re {
-        complement_of(strings, &AsExpression)
+        Trie::build(strings).complement(&complement_alphabet(strings))
+    }
+}
+
+/// The alphabet of the complement of `strings` (see `Trie::complement`): printable ASCII but
+/// the quote and the backslash, and every character of `strings`.
+fn complement_alphabet(strings: &[String]) -> CharSet {
+    let used = CharSet::from_ranges(
+        strings
+            .iter()
+            .flat_map(|s| s.chars())
+            .map(|c| (c as u32, c as u32)),
+    );
+    used.union(&CharSet::from_ranges([
+        (0x20, 0x21),
+        (0x23, 0x5B),
+        (0x5D, 0x7E),
+    ]))
+}
+
+/// A trie laid out flat, the root first, and the alphabet of its complement: what an
+/// automaton of the complement is built from (`json_text::quoted_not_in`).
+pub(crate) struct FlatTrie {
+    /// Per node: whether a word ends there, and its children by character.
+    pub(crate) nodes: Vec<(bool, Vec<(char, u32)>)>,
+    /// As in `Trie::complement`: a node's departures are the characters of this set no
+    /// word continues with there; a string with a character outside it is in the complement.
+    pub(crate) alphabet: CharSet,
+}
+
+impl FlatTrie {
+    pub(crate) fn of(strings: &[String]) -> FlatTrie {
+        fn flatten(node: &Trie, out: &mut Vec<(bool, Vec<(char, u32)>)>) -> u32 {
+            let at = out.len();
+            out.push((node.end, Vec::with_capacity(node.children.len())));
+            for (&c, child) in &node.children {
+                let id = flatten(child, out);
+                out[at].1.push((c, id));
+            }
+            at as u32
+        }
+        let mut nodes = Vec::new();
+        flatten(&Trie::build(strings), &mut nodes);
+        FlatTrie {
+            nodes,
+            alphabet: complement_alphabet(strings),
+        }
     }
 }
 
