@@ -15,7 +15,7 @@ thread_local! {
 }
 
 /// Calls of [`expired_sampled`] per reading of the clock: a reading costs about as much as
-/// spelling a node of a key complement, and a few hundred nodes take microseconds.
+/// spelling one node of an expression, and a few hundred nodes take microseconds.
 const SAMPLE_EVERY: u32 = 64;
 
 /// Installs a deadline for the compilation on this thread; restores the previous one on drop.

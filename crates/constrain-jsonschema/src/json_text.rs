@@ -99,9 +99,9 @@ fn encode_expr(re: &Re, escapes: Escapes) -> Expr {
 /// characters words continue with, its departure class (to a state that reads anything),
 /// and the closing quote where no word ends; beside the trie, a run of alphabet characters
 /// left with a character outside the alphabet. The keys an object leaves open are such a
-/// complement, one per object: as an expression, its spelling and lowering took a few
-/// allocations per character of every declared key, a third of compiling a Kubernetes
-/// schema; the graph's labels (each character, each departure class) are spelled once.
+/// complement, one per object: spelling and lowering it as an expression takes a few
+/// allocations per character of every declared key (a third of compiling a Kubernetes
+/// schema); the graph's labels (each character, each departure class) are spelled once.
 pub(crate) fn quoted_not_in(
     words: &[String],
     escapes: Escapes,

@@ -468,11 +468,10 @@ impl Emitter<'_, '_> {
 
     /// The JSON text of a key in `keys`: every key but some as a graph of their trie, the
     /// expression, or a graph of `automaton` (the same language) when that is smaller or the
-    /// expression is past its budget. Regions cut
-    /// by patterns and declared keys have small automata whose expressions repeat the large
-    /// spelling of "any other character" (raw multi-byte characters, escapes) once per path:
-    /// 12,000 NFA states, 2 ms to build at the first key of each object, where the graph
-    /// spells it once per state.
+    /// expression is past its budget. Regions cut by patterns and declared keys have small
+    /// automata whose expressions repeat the large spelling of "any other character" (raw
+    /// multi-byte characters, escapes) once per path: 12,000 NFA states, 2 ms to build at the
+    /// first key of each object, where the graph spells it once per state.
     fn key_of(&self, keys: &Keys, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
         let escapes = self.ctx.options.escapes;
         let keys = match keys {
