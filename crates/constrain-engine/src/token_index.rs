@@ -32,7 +32,12 @@ pub(crate) struct Node {
     string_tokens: u8,
     /// Index one past the last node of this node's subtree.
     pub subtree_end: u32,
+    /// Where the tokens of this node's subtree begin in the index's token list (its own
+    /// tokens first, then its children's), and end: one run, read off the node alone when a
+    /// walk allows the whole subtree.
     tokens_start: u32,
+    tokens_end: u32,
+    /// How many of them the node spells itself.
     tokens_len: u32,
     /// When every token at or below is a short string: the next sibling for which that does
     /// not hold, or the end of the parent's subtree; a walk skipping short strings jumps there
@@ -66,6 +71,7 @@ impl Node {
             string_tokens: 0,
             subtree_end: 0,
             tokens_start,
+            tokens_end: tokens_start,
             tokens_len: 0,
             past_short_strings: 0,
             past_short_or_broken: 0,
@@ -272,6 +278,7 @@ impl TokenIndex {
             while path.len() > common {
                 let done = path.pop().unwrap_or(0);
                 nodes[done].subtree_end = nodes.len() as u32;
+                nodes[done].tokens_end = tokens.len() as u32;
             }
             for &b in &bytes[common..] {
                 path.push(nodes.len());
@@ -293,10 +300,10 @@ impl TokenIndex {
                 nodes[node].string_tokens = nodes[node].string_tokens.max(whole);
                 nodes[node].runs_or_broken = nodes[node].runs_or_broken.max(run_or_broken);
             }
+            // In sorted order a token comes before every longer one it begins, so a node's own
+            // tokens come before its children's, right where its subtree's begin.
             let last = path.last().copied().unwrap_or(0);
-            if nodes[last].tokens_len == 0 {
-                nodes[last].tokens_start = tokens.len() as u32;
-            }
+            debug_assert_eq!(last + 1, nodes.len(), "a token's node has no children yet");
             nodes[last].tokens_len += 1;
             tokens.push(*id);
             token_chars.push(whole);
@@ -304,8 +311,10 @@ impl TokenIndex {
         }
         while let Some(done) = path.pop() {
             nodes[done].subtree_end = nodes.len() as u32;
+            nodes[done].tokens_end = tokens.len() as u32;
         }
         nodes[0].subtree_end = nodes.len() as u32;
+        nodes[0].tokens_end = tokens.len() as u32;
         let mask_words = vocab.logits_width().div_ceil(32);
         let parents = parents(&nodes);
         let height = subtree_heights(&nodes, &parents);
@@ -685,12 +694,9 @@ fn subtree_tokens<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> &'a [u3
 
 /// Where the tokens of `node`'s subtree start in `tokens`, and the tokens.
 fn subtree_range<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> (usize, &'a [u32]) {
-    let end = nodes[node].subtree_end as usize;
-    let stop = nodes
-        .get(end)
-        .map_or(tokens.len(), |n| n.tokens_start as usize);
-    let start = nodes[node].tokens_start as usize;
-    (start, &tokens[start..stop])
+    let n = &nodes[node];
+    let start = n.tokens_start as usize;
+    (start, &tokens[start..n.tokens_end as usize])
 }
 
 /// The masks of the subtrees with enough tokens (see [`DENSE_TOKENS_PER_WORD`]).
