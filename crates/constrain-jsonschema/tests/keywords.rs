@@ -483,7 +483,8 @@ fn formats_met_with_patterns_past_the_expression_budget_are_their_automaton() {
 /// The keys an object leaves open are every key but the declared ones, in every spelling
 /// the options allow: checked through the engine for every key of up to three characters
 /// of an alphabet that has the declared keys' characters, an escaped one, a control one and
-/// characters beyond ASCII, spelled raw, as `json.dumps` does and with `\u` escapes.
+/// characters beyond ASCII, spelled as `json.dumps` does and with every character a `\u`
+/// escape (which canonical spelling refuses).
 #[test]
 fn undeclared_keys_are_every_key_but_the_declared_ones_in_every_spelling() {
     let declared = ["na", "name", "namespace", "kind", "é/", "a\"b"];
