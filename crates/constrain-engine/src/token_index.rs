@@ -37,7 +37,8 @@ pub(crate) struct Node {
     /// walk allows the whole subtree.
     tokens_start: u32,
     tokens_end: u32,
-    /// How many of them the node spells itself.
+    /// How many of them the node spells itself (the first child's start tells too, but a
+    /// walk reads this node's own tokens without touching the next one).
     tokens_len: u32,
     /// When every token at or below is a short string: the next sibling for which that does
     /// not hold, or the end of the parent's subtree; a walk skipping short strings jumps there

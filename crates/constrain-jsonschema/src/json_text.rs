@@ -116,16 +116,10 @@ pub(crate) fn quoted_not_in(
     const QUOTE: u32 = 0;
     let trie = FlatTrie::of(words);
     let mut labels = vec![Hir::literal(*b"\"")];
-    let mut label_of: FxHashMap<CharSet, u32> = FxHashMap::default();
-    let mut label = |set: CharSet, labels: &mut Vec<Hir>| -> u32 {
-        *label_of.entry(set).or_insert_with_key(|set| {
-            labels.push(spell_class(set, escapes));
-            labels.len() as u32 - 1
-        })
-    };
-    let alphabet = label(trie.alphabet.clone(), &mut labels);
-    let outside = label(trie.alphabet.complement(), &mut labels);
-    let any = label(CharSet::any(), &mut labels);
+    let mut label = ClassLabels::new(|class| spell_class(class, escapes));
+    let alphabet = label.of(trie.alphabet.clone(), &mut labels);
+    let outside = label.of(trie.alphabet.complement(), &mut labels);
+    let any = label.of(CharSet::any(), &mut labels);
     let mut states = vec![
         GraphState {
             edges: vec![(QUOTE, RUN), (QUOTE, FIRST_NODE)],
@@ -149,11 +143,14 @@ pub(crate) fn quoted_not_in(
         let mut edges = Vec::with_capacity(children.len() + 2);
         let firsts = CharSet::from_ranges(children.iter().map(|&(c, _)| (c as u32, c as u32)));
         for &(c, child) in children {
-            edges.push((label(CharSet::single(c), &mut labels), FIRST_NODE + child));
+            edges.push((
+                label.of(CharSet::single(c), &mut labels),
+                FIRST_NODE + child,
+            ));
         }
         let leaving = trie.alphabet.difference(&firsts);
         if !leaving.is_empty() {
-            edges.push((label(leaving, &mut labels), ANY));
+            edges.push((label.of(leaving, &mut labels), ANY));
         }
         if !end {
             edges.push((QUOTE, END));
@@ -201,7 +198,7 @@ pub(crate) fn automaton_states(
     labels: &mut Vec<Hir>,
     spell: impl Fn(&CharSet) -> Hir,
 ) -> Vec<GraphState> {
-    let mut label_of: FxHashMap<CharSet, u32> = FxHashMap::default();
+    let mut label = ClassLabels::new(spell);
     let mut states = Vec::with_capacity(dfa.state_count());
     for s in 0..dfa.state_count() {
         // The ranges into each target, as one class.
@@ -214,12 +211,10 @@ pub(crate) fn automaton_states(
         }
         let mut edges = Vec::with_capacity(by_target.len() + 1);
         for (target, ranges) in by_target {
-            let class = CharSet::from_ranges(ranges);
-            let label = *label_of.entry(class).or_insert_with_key(|class| {
-                labels.push(spell(class));
-                labels.len() as u32 - 1
-            });
-            edges.push((label, first + target));
+            edges.push((
+                label.of(CharSet::from_ranges(ranges), labels),
+                first + target,
+            ));
         }
         states.push(GraphState {
             edges,
@@ -227,6 +222,30 @@ pub(crate) fn automaton_states(
         });
     }
     states
+}
+
+/// The labels of a graph's edges that read character classes: each class spelled once, by
+/// `spell`, and appended to the graph's labels.
+struct ClassLabels<F> {
+    spell: F,
+    index: FxHashMap<CharSet, u32>,
+}
+
+impl<F: Fn(&CharSet) -> Hir> ClassLabels<F> {
+    fn new(spell: F) -> Self {
+        ClassLabels {
+            spell,
+            index: FxHashMap::default(),
+        }
+    }
+
+    /// The label of `class` in `labels`, appended on its first use.
+    fn of(&mut self, class: CharSet, labels: &mut Vec<Hir>) -> u32 {
+        *self.index.entry(class).or_insert_with_key(|class| {
+            labels.push((self.spell)(class));
+            labels.len() as u32 - 1
+        })
+    }
 }
 
 /// Whether the compilation on this thread is past its deadline: encoding a huge expression
