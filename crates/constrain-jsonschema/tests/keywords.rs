@@ -386,22 +386,31 @@ fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
     );
 }
 
-/// The largest estimated NFA of one regular expression or graph in `expr`.
-fn largest_regular(expr: &Expr) -> usize {
+/// The expressions `expr` is made of, one level down (none for a leaf or a rule).
+fn parts_of(expr: &Expr) -> Vec<&Expr> {
     match expr {
-        Expr::Regex(_) | Expr::Graph(_) => expr.nfa_size_estimate(1 << 20).unwrap_or(0),
-        Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().map(largest_regular).max().unwrap_or(0),
-        Expr::Repeat { expr, .. } => largest_regular(expr),
+        Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().collect(),
+        Expr::Repeat { expr, .. } => vec![expr],
         Expr::Unordered(u) => u
             .members
             .iter()
             .map(|m| &m.expr)
             .chain(u.extra.iter())
             .chain([&u.separator])
+            .collect(),
+        Expr::Regex(_) | Expr::Graph(_) | Expr::Rule(_) => Vec::new(),
+    }
+}
+
+/// The largest estimated NFA of one regular expression or graph in `expr`.
+fn largest_regular(expr: &Expr) -> usize {
+    match expr {
+        Expr::Regex(_) | Expr::Graph(_) => expr.nfa_size_estimate(1 << 20).unwrap_or(0),
+        _ => parts_of(expr)
+            .into_iter()
             .map(largest_regular)
             .max()
             .unwrap_or(0),
-        Expr::Rule(_) => 0,
     }
 }
 
@@ -448,6 +457,81 @@ fn unanchored_alternations_of_many_words_are_searched_together() {
             json!({"debug3": 2, "my error": 3}),
         ],
         &[json!({"other": 1}), json!({"info": "x"}), json!({"deb": 1})],
+    );
+}
+
+/// The regular expressions and graphs in `expr`: each one terminal.
+fn regular_leaves(expr: &Expr) -> usize {
+    match expr {
+        Expr::Regex(_) | Expr::Graph(_) => 1,
+        _ => parts_of(expr).into_iter().map(regular_leaves).sum(),
+    }
+}
+
+/// The string-only branches of an `anyOf` (or of a `oneOf` once made disjoint) are one
+/// terminal: their automata's union, or their expressions' alternation.
+#[test]
+fn string_branches_are_one_terminal() {
+    let words = json!({"type": "string", "oneOf": [
+        {"pattern": "customer"}, {"pattern": "maker"}, {"pattern": "operator"},
+        {"pattern": "admin"}, {"pattern": "designer"}
+    ]});
+    let mixed = json!({"anyOf": [
+        {"type": "string", "format": "date"},
+        {"type": "string", "pattern": "^x", "maxLength": 3},
+        {"type": "string", "minLength": 6, "pattern": "^a"},
+        {"type": "integer", "minimum": 0}
+    ]});
+    let leaves = |schema: &Value| -> usize {
+        let compiled = constrain_jsonschema::compile(schema, &Options::default())
+            .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+        compiled
+            .grammar
+            .rules()
+            .map(|(_, _, body)| regular_leaves(body))
+            .sum()
+    };
+    // Less the whitespace around the document.
+    let terminals = |schema: &Value| leaves(schema) + 1 - leaves(&json!({"type": "string"}));
+    assert_eq!(terminals(&words), 1, "{words}");
+    check(
+        words,
+        &[
+            json!("customer"),
+            json!("a maker here"),
+            json!("xadminx"),
+            json!("customercustomer"),
+            json!("the designer\"s \"tool\""),
+        ],
+        &[
+            json!(""),
+            json!("nothing"),
+            json!("makeradmin"),
+            json!("customer and maker"),
+            json!("admin, operator, designer"),
+            json!("designer\"s \"operator"),
+            json!(1),
+        ],
+    );
+    check(
+        mixed,
+        &[
+            json!("2024-02-29"),
+            json!("x"),
+            json!("xyz"),
+            json!("abcdef"),
+            json!("a long é string"),
+            json!(7),
+        ],
+        &[
+            json!("2023-02-29"),
+            json!("xyzw"),
+            json!("abcde"),
+            json!("bcdefg"),
+            json!(""),
+            json!(-1),
+            json!(null),
+        ],
     );
 }
 

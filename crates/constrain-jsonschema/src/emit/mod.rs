@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 
 use crate::ctx::{pointer_or_root, Ctx, Fail};
 use crate::error::SchemaError;
-use crate::ir::{DefId, Node, Typed};
+use crate::ir::{DefId, Node, StringSet, Typed};
 pub(crate) use layout::Layout;
 
 /// Most rules one grammar may have.
@@ -197,8 +197,17 @@ impl<'c, 'a> Emitter<'c, 'a> {
             Node::Ref(d) => Ok(Expr::rule(self.def_rule(*d, depth)?)),
             Node::Const(values) => self.literals(values, depth),
             Node::AnyOf(parts) => {
+                let strings: Vec<&StringSet> = parts.iter().filter_map(only_strings).collect();
+                let union = if strings.len() >= 2 {
+                    self.strings_union(&strings)?
+                } else {
+                    None
+                };
                 let mut alts = Vec::with_capacity(parts.len());
                 for p in parts.iter() {
+                    if union.is_some() && only_strings(p).is_some() {
+                        continue;
+                    }
                     match self.emit(p, depth) {
                         Ok(alt) => alts.push(alt),
                         Err(e) => {
@@ -207,6 +216,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                         }
                     }
                 }
+                alts.extend(union);
                 Ok(Expr::alt(alts))
             }
             Node::Typed(t) => {
@@ -306,7 +316,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 }
 
-/// Compiles the document `ctx` describes into a grammar.
+/// The strings `node` accepts when it accepts nothing else.
+fn only_strings(node: &Node) -> Option<&StringSet> {
+    let Node::Typed(t) = node else {
+        return None;
+    };
+    let only = !t.null && !t.boolean && t.number.is_none() && t.array.is_none();
+    t.string.as_ref().filter(|_| only && t.object.is_none())
+}
+
 pub(crate) fn compile_root(
     ctx: &mut Ctx<'_>,
     root: Node,

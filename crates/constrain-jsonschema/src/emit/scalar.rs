@@ -148,6 +148,54 @@ impl Emitter<'_, '_> {
         }
         spelled
     }
+
+    /// The strings of any of `sets` (the string-only branches of an `anyOf`, or of a `oneOf`
+    /// made disjoint) as one terminal, when each is exact without counted lengths and their
+    /// union is no larger than they are together; `None` leaves them to a terminal each.
+    ///
+    /// Branches that may all start at one place are lexed side by side, and a lexer state
+    /// of several terminals is harder to see through than one of a single automaton: no
+    /// branch alone says how long their union survives (a string holding exactly one of
+    /// five words survives nine letters, each branch alone four), so the mask walks reach
+    /// deeper into the token trie.
+    pub(crate) fn strings_union(
+        &mut self,
+        sets: &[&StringSet],
+    ) -> Result<Option<Expr>, SchemaError> {
+        let mut exact = Vec::with_capacity(sets.len());
+        let mut automata = Vec::new();
+        for set in sets {
+            match string_language(&crate::strings::capped(set)) {
+                Ok(StringLanguage::Exact(re)) => exact.push(re),
+                Ok(StringLanguage::Automaton {
+                    pattern,
+                    max_len: None,
+                    ..
+                }) => automata.push(pattern),
+                _ => return Ok(None),
+            }
+        }
+        if automata.is_empty() {
+            // Expressions all: their alternation is the union as it stands.
+            return string_of(&Re::alt(exact), self.ctx.options.escapes, &self.pointer).map(Some);
+        }
+        for re in &exact {
+            match dfa::minimal_dfa(re) {
+                Ok(d) => automata.push(d),
+                Err(_) => return Ok(None),
+            }
+        }
+        let states: usize = automata.iter().map(Dfa::state_count).sum();
+        let mut union = automata[0].clone();
+        for d in &automata[1..] {
+            union = match union.union(d) {
+                Ok(u) if u.state_count() <= states => u,
+                _ => return Ok(None),
+            };
+        }
+        let graph = json_text::quoted_graph(&union, self.ctx.options.escapes)?;
+        Ok(Some(Expr::graph(graph)))
+    }
 }
 
 /// The spellings `dfa` accepts (ASCII: the characters of numbers), as a graph of its states.

@@ -44,6 +44,57 @@ fn check_deadline() -> Result<()> {
     }
 }
 
+/// The states of a product automaton as they are reached: pairs of states of its two
+/// sides, numbered in order from the pair of start states, within [`MAX_DFA_STATES`].
+struct Product {
+    index: FxHashMap<(u32, u32), u32>,
+    pairs: Vec<(u32, u32)>,
+    /// Pairs whose transitions are built already.
+    done: usize,
+}
+
+impl Default for Product {
+    fn default() -> Product {
+        let mut index = FxHashMap::default();
+        index.insert((0, 0), 0);
+        Product {
+            index,
+            pairs: vec![(0, 0)],
+            done: 0,
+        }
+    }
+}
+
+impl Product {
+    /// The next pair to build the transitions of, in numbering order.
+    fn next_pair(&mut self) -> Option<(u32, u32)> {
+        let pair = *self.pairs.get(self.done)?;
+        self.done += 1;
+        Some(pair)
+    }
+
+    /// The number of `pair`, numbered now if it is new.
+    fn state(&mut self, pair: (u32, u32)) -> Result<u32> {
+        if let Some(&n) = self.index.get(&pair) {
+            return Ok(n);
+        }
+        if self.pairs.len() >= MAX_DFA_STATES {
+            return Err(TooLarge {
+                what: "automaton states".into(),
+                limit: MAX_DFA_STATES,
+            });
+        }
+        check_deadline()?;
+        let n = self.pairs.len() as u32;
+        self.index.insert(pair, n);
+        self.pairs.push(pair);
+        Ok(n)
+    }
+}
+
+/// The state of a product whose side has died (see [`Dfa::union`]).
+const DEAD: u32 = u32::MAX;
+
 /// A deterministic automaton; a missing transition goes to an implicit dead state.
 #[derive(Clone, Debug)]
 pub(crate) struct Dfa {
@@ -115,15 +166,10 @@ impl Dfa {
 
     /// The strings accepted by both.
     pub(crate) fn intersect(&self, other: &Dfa) -> Result<Dfa> {
-        let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-        let mut pairs = vec![(0u32, 0u32)];
-        index.insert((0, 0), 0);
+        let mut product = Product::default();
         let mut trans = Vec::new();
         let mut accepting = Vec::new();
-        let mut i = 0;
-        while i < pairs.len() {
-            let (a, b) = pairs[i];
-            i += 1;
+        while let Some((a, b)) = product.next_pair() {
             accepting.push(self.accepting[a as usize] && other.accepting[b as usize]);
             let mut out = Vec::new();
             let (ta, tb) = (&self.trans[a as usize], &other.trans[b as usize]);
@@ -133,23 +179,7 @@ impl Dfa {
                 let (lo2, hi2, t2) = tb[y];
                 let (lo, hi) = (lo1.max(lo2), hi1.min(hi2));
                 if lo <= hi {
-                    let next = match index.get(&(t1, t2)) {
-                        Some(&n) => n,
-                        None => {
-                            let n = pairs.len() as u32;
-                            if pairs.len() >= MAX_DFA_STATES {
-                                return Err(TooLarge {
-                                    what: "automaton states".into(),
-                                    limit: MAX_DFA_STATES,
-                                });
-                            }
-                            check_deadline()?;
-                            index.insert((t1, t2), n);
-                            pairs.push((t1, t2));
-                            n
-                        }
-                    };
-                    push_range(&mut out, lo, hi, next);
+                    push_range(&mut out, lo, hi, product.state((t1, t2))?);
                 }
                 if hi1 < hi2 {
                     x += 1;
@@ -160,6 +190,53 @@ impl Dfa {
             trans.push(out);
         }
         Ok(Dfa { trans, accepting })
+    }
+
+    /// The strings either accepts, minimal: the product of both, a state of one that has died
+    /// paired with [`DEAD`] (only pairs reached are built).
+    pub(crate) fn union(&self, other: &Dfa) -> Result<Dfa> {
+        let mut product = Product::default();
+        let mut trans = Vec::new();
+        let mut accepting = Vec::new();
+        let no_ranges: &[(u32, u32, u32)] = &[];
+        while let Some((a, b)) = product.next_pair() {
+            let ta = self.trans.get(a as usize).map_or(no_ranges, |t| &t[..]);
+            let tb = other.trans.get(b as usize).map_or(no_ranges, |t| &t[..]);
+            accepting.push(
+                self.accepting.get(a as usize).copied().unwrap_or(false)
+                    || other.accepting.get(b as usize).copied().unwrap_or(false),
+            );
+            // Every point where either side's target may change, in order.
+            let mut cuts: Vec<u32> = ta
+                .iter()
+                .chain(tb)
+                .flat_map(|&(lo, hi, _)| [lo, hi.saturating_add(1)])
+                .collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            // Each side's range holding the interval's first point, found moving forward.
+            let (mut x, mut y) = (0, 0);
+            let target = |ranges: &[(u32, u32, u32)], at: &mut usize, c: u32| {
+                while *at < ranges.len() && ranges[*at].1 < c {
+                    *at += 1;
+                }
+                match ranges.get(*at) {
+                    Some(&(lo, _, t)) if lo <= c => t,
+                    _ => DEAD,
+                }
+            };
+            let mut out = Vec::new();
+            for w in cuts.windows(2) {
+                let (lo, hi) = (w[0], w[1] - 1);
+                let next_pair = (target(ta, &mut x, lo), target(tb, &mut y, lo));
+                if next_pair == (DEAD, DEAD) {
+                    continue;
+                }
+                push_range(&mut out, lo, hi, product.state(next_pair)?);
+            }
+            trans.push(out);
+        }
+        Ok(Dfa { trans, accepting }.minimize())
     }
 
     /// The strings not accepted.
@@ -879,6 +956,26 @@ mod tests {
         ])
         .expect("small");
         assert!(is_empty(&disjoint).expect("small"));
+    }
+
+    #[test]
+    fn union_accepts_what_either_accepts_and_nothing_else() {
+        let words = dfa("^(ab)+$").union(&dfa("^a[0-9]?$")).expect("small");
+        for (s, ok) in [
+            ("ab", true),
+            ("abab", true),
+            ("a", true),
+            ("a7", true),
+            ("", false),
+            ("aba", false),
+            ("a77", false),
+            ("ab7", false),
+        ] {
+            assert_eq!(words.matches(s), ok, "{s}");
+        }
+        // Minimal: `a|b` and `b|c` make one state before and one after a letter.
+        let letters = dfa("^(a|b)$").union(&dfa("^(b|c)$")).expect("small");
+        assert_eq!(letters.state_count(), 2);
     }
 
     #[test]
