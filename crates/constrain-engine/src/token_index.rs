@@ -14,12 +14,12 @@ use crate::grammar::special_token_bytes;
 use crate::interner::IdsByHash;
 use crate::mask::LexemeMask;
 
-/// One trie node: the byte that leads to it, where its subtree ends, the tokens it spells, and
-/// what the walks ask about the subtree below it. Kept together: a walk visits a few thousand
-/// nodes spread over megabytes of trie, and a visit should touch one cache line, not one per
-/// question.
+/// One trie node: the byte that leads to it, where its subtree ends, where its tokens begin,
+/// and what the walks ask about the subtree below it. Kept together and small: a walk
+/// visits thousands of nodes spread over megabytes of trie, and a visit should touch one
+/// cache line, shared with as many neighbours as fit (four), not one per question.
 #[derive(Copy, Clone, Debug)]
-#[repr(align(32))]
+#[repr(align(16))]
 pub(crate) struct Node {
     pub byte: u8,
     /// The narrowest byte alphabet (see [`alphabet_of`]) holding every byte below,
@@ -30,38 +30,27 @@ pub(crate) struct Node {
     /// The most characters of a token at or below when every such token is a run of string
     /// characters (capped at 254), `u8::MAX` when one is not.
     string_tokens: u8,
-    /// Index one past the last node of this node's subtree.
-    pub subtree_end: u32,
-    /// Where the tokens of this node's subtree begin in the index's token list (its own
-    /// tokens first, then its children's), and end: one run, read off the node alone when a
-    /// walk allows the whole subtree.
-    tokens_start: u32,
-    tokens_end: u32,
-    /// How many of them the node spells itself (the first child's start tells too, but a
-    /// walk reads this node's own tokens without touching the next one).
-    tokens_len: u32,
-    /// When every token at or below is a short string: the next sibling for which that does
-    /// not hold, or the end of the parent's subtree; a walk skipping short strings jumps there
-    /// at once.
-    past_short_strings: u32,
-    /// As `past_short_strings`, for the tokens counted by `runs_or_broken`: where a walk from
-    /// a state that control bytes kill jumps to.
-    past_short_or_broken: u32,
+    /// As `string_tokens`, where a token of `k` string characters and then a control byte
+    /// (see [`chars_before_control`]) counts `k + 1`: a state that survives that many string
+    /// characters, and dies on a control byte after any of them, allows exactly the runs of
+    /// string characters below.
+    runs_or_broken: u8,
     /// Whether every token below continues with string characters only (see
     /// [`string_characters_from`]: the last may be cut short by the token's end).
     string_below: bool,
     /// Whether every token below continues with string characters beyond ASCII only (as
     /// `string_below`, with no ASCII byte).
     non_ascii_below: bool,
-    /// As `string_tokens`, where a token of `k` string characters and then a control byte
-    /// (see [`chars_before_control`]) counts `k + 1`: a state that survives that many string
-    /// characters, and dies on a control byte after any of them, allows exactly the runs of
-    /// string characters below.
-    runs_or_broken: u8,
+    /// Index one past the last node of this node's subtree.
+    pub subtree_end: u32,
+    /// Where the tokens of this node's subtree begin in the index's token list: its own
+    /// tokens first, then its children's. Tokens are stored in node order, so the node after
+    /// it begins where its own end, and the node after its subtree where the subtree's end.
+    tokens_start: u32,
 }
 
-// Two nodes to a cache line, none across two.
-const _: () = assert!(std::mem::size_of::<Node>() == 32);
+// Four nodes to a cache line, none across two.
+const _: () = assert!(std::mem::size_of::<Node>() == 16);
 
 impl Node {
     fn new(byte: u8, tokens_start: u32) -> Node {
@@ -70,15 +59,11 @@ impl Node {
             alphabet_below: 0,
             height: 0,
             string_tokens: 0,
-            subtree_end: 0,
-            tokens_start,
-            tokens_end: tokens_start,
-            tokens_len: 0,
-            past_short_strings: 0,
-            past_short_or_broken: 0,
+            runs_or_broken: 0,
             string_below: true,
             non_ascii_below: true,
-            runs_or_broken: 0,
+            subtree_end: 0,
+            tokens_start,
         }
     }
 }
@@ -109,6 +94,12 @@ pub struct TokenIndex {
     /// survives exactly `r` such characters takes all of them at once and skips every subtree
     /// of such tokens (see [`Self::allow_string_runs`]).
     string_runs: Vec<u32>,
+    /// Per node whose tokens are all short strings: where a walk that allowed them goes on
+    /// (see [`Self::past_short_strings`]); 0 for the other nodes. Apart from the nodes, which
+    /// every walk reads, as only walks from states surviving long strings read these.
+    past_short_strings: Vec<u32>,
+    /// As `past_short_strings`, for [`Self::past_short_or_broken`].
+    past_short_or_broken: Vec<u32>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
 }
@@ -279,7 +270,6 @@ impl TokenIndex {
             while path.len() > common {
                 let done = path.pop().unwrap_or(0);
                 nodes[done].subtree_end = nodes.len() as u32;
-                nodes[done].tokens_end = tokens.len() as u32;
             }
             for &b in &bytes[common..] {
                 path.push(nodes.len());
@@ -303,19 +293,19 @@ impl TokenIndex {
             }
             // In sorted order a token comes before every longer one it begins, so a node's own
             // tokens come before its children's, right where its subtree's begin.
-            let last = path.last().copied().unwrap_or(0);
-            debug_assert_eq!(last + 1, nodes.len(), "a token's node has no children yet");
-            nodes[last].tokens_len += 1;
+            debug_assert_eq!(
+                path.last().map_or(0, |&last| last + 1),
+                nodes.len(),
+                "a token's node has no children yet"
+            );
             tokens.push(*id);
             token_chars.push(whole);
             previous = bytes;
         }
         while let Some(done) = path.pop() {
             nodes[done].subtree_end = nodes.len() as u32;
-            nodes[done].tokens_end = tokens.len() as u32;
         }
         nodes[0].subtree_end = nodes.len() as u32;
-        nodes[0].tokens_end = tokens.len() as u32;
         let mask_words = vocab.logits_width().div_ceil(32);
         let parents = parents(&nodes);
         let height = subtree_heights(&nodes, &parents);
@@ -325,8 +315,6 @@ impl TokenIndex {
         for (i, node) in nodes.iter_mut().enumerate() {
             node.height = height[i];
             node.alphabet_below = alphabet_below[i];
-            node.past_short_strings = past_short_strings[i];
-            node.past_short_or_broken = past_short_or_broken[i];
         }
         let dense = dense_subtrees(&nodes, &tokens, mask_words);
         let dense_where = |wanted: &dyn Fn(usize, &[u8]) -> bool, keep: &dyn Fn(u8) -> bool| {
@@ -364,6 +352,8 @@ impl TokenIndex {
             runs,
             token_chars,
             string_runs,
+            past_short_strings,
+            past_short_or_broken,
             lexeme_masks: Mutex::default(),
         })
     }
@@ -404,8 +394,8 @@ impl TokenIndex {
     /// The tokens spelled exactly by node `node`.
     #[inline]
     pub(crate) fn tokens_of(&self, node: usize) -> &[u32] {
-        let n = &self.nodes[node];
-        &self.tokens[n.tokens_start as usize..(n.tokens_start + n.tokens_len) as usize]
+        let start = self.nodes[node].tokens_start as usize;
+        &self.tokens[start..tokens_start_at(&self.nodes, &self.tokens, node + 1)]
     }
 
     /// The child of `node` reached by `byte`.
@@ -488,8 +478,8 @@ impl TokenIndex {
     /// whose tokens are all short strings, or `None` when `node` holds other tokens.
     #[inline]
     pub(crate) fn past_short_strings(&self, node: usize) -> Option<usize> {
-        let node = &self.nodes[node];
-        (node.string_tokens <= SHORT_STRING).then_some(node.past_short_strings as usize)
+        (self.nodes[node].string_tokens <= SHORT_STRING)
+            .then(|| self.past_short_strings[node] as usize)
     }
 
     /// As [`Self::past_short_strings`], past the siblings whose tokens are short strings or
@@ -497,8 +487,8 @@ impl TokenIndex {
     /// for a walk from a state that control bytes kill: those tokens are rejected.
     #[inline]
     pub(crate) fn past_short_or_broken(&self, node: usize) -> Option<usize> {
-        let node = &self.nodes[node];
-        (node.runs_or_broken <= SHORT_STRING).then_some(node.past_short_or_broken as usize)
+        (self.nodes[node].runs_or_broken <= SHORT_STRING)
+            .then(|| self.past_short_or_broken[node] as usize)
     }
 
     /// Sets the bits of every token that is a run of at most `chars` string characters;
@@ -697,7 +687,17 @@ fn subtree_tokens<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> &'a [u3
 fn subtree_range<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> (usize, &'a [u32]) {
     let n = &nodes[node];
     let start = n.tokens_start as usize;
-    (start, &tokens[start..n.tokens_end as usize])
+    let end = tokens_start_at(nodes, tokens, n.subtree_end as usize);
+    (start, &tokens[start..end])
+}
+
+/// Where the tokens of node `node` begin, the end of the list past the last node: where the
+/// tokens of every node before it end.
+#[inline]
+fn tokens_start_at(nodes: &[Node], tokens: &[u32], node: usize) -> usize {
+    nodes
+        .get(node)
+        .map_or(tokens.len(), |n| n.tokens_start as usize)
 }
 
 /// The masks of the subtrees with enough tokens (see [`DENSE_TOKENS_PER_WORD`]).
