@@ -15,6 +15,7 @@ use crate::lexer::{LexId, Lexer, LEX_DEAD};
 use crate::limits::{Deadline, Limits};
 use crate::parser::{Parser, RowId};
 use crate::text_run::MAX_RADIUS;
+use crate::token_index::SHORT_STRING;
 use crate::transitions::TransitionTable;
 
 /// Index of an automaton state.
@@ -244,26 +245,34 @@ impl Automaton {
     }
 
     /// A state per scan of `state`, each holding that scan alone, when there are several and
-    /// one of them reads string characters freely.
+    /// one of them reads string characters for long: it survives at least [`SHORT_STRING`]
+    /// of them, whatever they are.
     ///
     /// The scans of a state step apart, and a row the parser builds from several ending
     /// lexemes holds the items each would give alone, whose continuations add up: what may
     /// follow a state is what may follow any one of its scans. Its mask is then the union of
     /// theirs, each found on the single-lexeme path and shared with every state holding
-    /// that scan. Inside a string (two branches' values, a string that may end), a walk of
-    /// the whole automaton visits most of the vocabulary, where lexeme walks take whole
-    /// subtrees at once; elsewhere (a number that may go on or end) it is short, and masks
-    /// per scan would only crowd the cache.
+    /// that scan. Inside a string (two branches' values, a string that may end, values of
+    /// branches whose lexemes began at different bytes), a walk of the whole automaton
+    /// visits most of the vocabulary for every such state, where lexeme walks take whole
+    /// subtrees at once and are done once per lexer state; elsewhere (a number that may go
+    /// on or end) it is short, and masks per scan would only crowd the cache.
     pub(crate) fn scans_apart(
         &mut self,
         state: StateId,
     ) -> Result<Option<SmallVec<[StateId; 4]>>, MatchError> {
         let scans = self.configs[state as usize].scans.clone();
-        if scans.len() < 2
-            || !scans
-                .iter()
-                .any(|&(_, lex)| self.lexer.free_in_strings(lex))
-        {
+        if scans.len() < 2 {
+            return Ok(None);
+        }
+        let mut reads_strings = false;
+        for &(_, lex) in &scans {
+            if self.lexer.string_radius(lex)? >= SHORT_STRING {
+                reads_strings = true;
+                break;
+            }
+        }
+        if !reads_strings {
             return Ok(None);
         }
         let mut apart = SmallVec::with_capacity(scans.len());

@@ -117,6 +117,7 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
         ),
         ("shared values", shared_values_grammar()),
         ("two records", two_records_grammar()),
+        ("scans apart", scans_apart_grammar()),
         (
             // ECMA-262's `.` as JSON text: no line separators (U+2028, U+2029).
             "dot pattern",

@@ -260,6 +260,46 @@ pub fn shared_values_grammar() -> Grammar {
     single_rule(record)
 }
 
+/// Items whose value is the literal `"enum"` with the space before it in one lexeme, or a
+/// space and then a string of up to 40 characters as a graph (which no expression next to
+/// it joins): after `: "`, two lexemes begun at different bytes are in flight, one of them
+/// reading string characters for long without being free in them.
+pub fn scans_apart_grammar() -> Grammar {
+    let labels = vec![
+        Hir::literal(*b"\""),
+        regex_syntax::parse(r#"[^"\\\x00-\x1F]"#).expect("a valid class"),
+    ];
+    let (quote, char) = (0, 1);
+    let states = vec![
+        GraphState {
+            edges: vec![(quote, 1)],
+            accepting: false,
+        },
+        GraphState {
+            edges: vec![(char, 1), (quote, 2)],
+            accepting: false,
+        },
+        GraphState {
+            edges: Vec::new(),
+            accepting: true,
+        },
+    ];
+    let string = RegexGraph::new(labels, states)
+        .and_then(|g| g.with_edge_bounds(2, 42))
+        .expect("a valid graph");
+    let value = Expr::alt(vec![
+        re(r#" "enum""#),
+        Expr::seq(vec![lit(" "), Expr::graph(string)]),
+    ]);
+    let item = Expr::seq(vec![lit("{\"kind\":"), value, lit("}")]);
+    single_rule(Expr::seq(vec![
+        lit("["),
+        item.clone(),
+        Expr::seq(vec![lit(", "), item]).repeat(0, Some(3)),
+        lit("]"),
+    ]))
+}
+
 /// `"key": value`.
 fn member(key: &str, value: &Expr) -> Expr {
     Expr::seq(vec![lit(&format!("\"{key}\": ")), value.clone()])
