@@ -318,13 +318,21 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
 /// The strings `node` accepts when it accepts nothing else.
 fn only_strings(node: &Node) -> Option<&StringSet> {
-    let Node::Typed(t) = node else {
-        return None;
-    };
-    let only = !t.null && !t.boolean && t.number.is_none() && t.array.is_none();
-    t.string.as_ref().filter(|_| only && t.object.is_none())
+    match node {
+        Node::Typed(t)
+            if !t.null
+                && !t.boolean
+                && t.number.is_none()
+                && t.array.is_none()
+                && t.object.is_none() =>
+        {
+            t.string.as_ref()
+        }
+        _ => None,
+    }
 }
 
+/// Compiles the document `ctx` describes into a grammar.
 pub(crate) fn compile_root(
     ctx: &mut Ctx<'_>,
     root: Node,

@@ -169,8 +169,8 @@ impl Emitter<'_, '_> {
                 Ok(StringLanguage::Exact(re)) => exact.push(re),
                 Ok(StringLanguage::Automaton {
                     pattern,
+                    min_len: 0,
                     max_len: None,
-                    ..
                 }) => automata.push(pattern),
                 _ => return Ok(None),
             }
