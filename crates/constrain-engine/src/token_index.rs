@@ -779,7 +779,7 @@ fn past_short(nodes: &[Node], parent: &[u32], count: impl Fn(&Node) -> u8) -> Ve
 }
 
 /// How many byte alphabets the walks know (see [`alphabet_of`]).
-pub(crate) const BYTE_ALPHABETS: usize = 4;
+pub(crate) const BYTE_ALPHABETS: usize = 5;
 
 /// The widest byte alphabet: the text bytes.
 pub(crate) const TEXT: usize = BYTE_ALPHABETS - 1;
@@ -788,16 +788,19 @@ pub(crate) const TEXT: usize = BYTE_ALPHABETS - 1;
 const NO_ALPHABET: u8 = u8::MAX;
 
 /// The narrowest of the byte alphabets holding `b` ([`NO_ALPHABET`] when none does). Each
-/// holds the one before: ASCII letters and digits; those and `-`, `_`, `.` (identifiers, host
-/// names, URI schemes); text bytes but the space (the characters of a `\S+` pattern); every
-/// text byte (see [`is_text_byte`]). A walk takes a subtree at once from a state that survives
-/// the narrowest alphabet holding every byte below it, however the state does on other bytes.
+/// holds the one before: ASCII letters (most of a vocabulary's words, and of patterns such as
+/// `^[a-zA-Z]+( [a-zA-Z]+)*$`, which a digit kills); those and digits; those and `-`, `_`,
+/// `.` (identifiers, host names, URI schemes); text bytes but the space (the characters of a
+/// `\S+` pattern); every text byte (see [`is_text_byte`]). A walk takes a subtree at once
+/// from a state that survives the narrowest alphabet holding every byte below it, however the
+/// state does on other bytes.
 pub(crate) fn alphabet_of(b: u8) -> u8 {
     match b {
-        b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' => 0,
-        b'-' | b'_' | b'.' => 1,
-        b' ' => 3,
-        _ if is_text_byte(b) => 2,
+        b'a'..=b'z' | b'A'..=b'Z' => 0,
+        b'0'..=b'9' => 1,
+        b'-' | b'_' | b'.' => 2,
+        b' ' => 4,
+        _ if is_text_byte(b) => 3,
         _ => NO_ALPHABET,
     }
 }
@@ -1102,8 +1105,9 @@ mod tests {
             assert_eq!(a != NO_ALPHABET, is_text_byte(b), "byte {b}");
         }
         assert_eq!(alphabet_of(b'q'), 0);
-        assert_eq!(alphabet_of(b'_'), 1);
-        assert_eq!(alphabet_of(b'/'), 2);
+        assert_eq!(alphabet_of(b'7'), 1);
+        assert_eq!(alphabet_of(b'_'), 2);
+        assert_eq!(alphabet_of(b'/'), 3);
         assert_eq!(alphabet_of(b' '), TEXT as u8);
     }
 

@@ -126,6 +126,12 @@ fn grammars(vocab: &Vocabulary) -> Vec<(&'static str, Grammar)> {
             )
             .unwrap(),
         ),
+        (
+            // Letters until a space or a hyphen, which a digit kills: subtrees of letters are
+            // taken at once.
+            "letter words",
+            Grammar::from_regex(r#"\{"city": "[a-zA-Z]+(( +|-)[a-zA-Z]+)*"\}"#).unwrap(),
+        ),
         ("words graph", words_graph_grammar()),
         (
             "words graph with edge bounds",
