@@ -620,13 +620,21 @@ impl Ctx<'_> {
             if self.subset_langs.contains_key(l) {
                 return Err(self.unsupported_not(pointer, "a format enforced on a subset of its strings (date-time, time, email, hostname)"));
             }
-            let c = dfa::complement(l).map_err(|e| SchemaError::Unsupported {
+            let c = match self.complements.get(l) {
+                Some(known) => known.clone(),
+                None => {
+                    let c = dfa::complement(l).map(Rc::new);
+                    self.complements.insert(l.clone(), c.clone());
+                    c
+                }
+            }
+            .map_err(|e| SchemaError::Unsupported {
                 keyword: "not".into(),
                 pointer: crate::ctx::pointer_or_root(pointer),
                 reason: format!("complement of a pattern: {e}"),
             })?;
             out.push(StringSet {
-                langs: vec![Rc::new(c)],
+                langs: vec![c],
                 ..StringSet::default()
             });
         }

@@ -72,6 +72,11 @@ pub(crate) struct Ctx<'a> {
     meet_memo: FxHashMap<(Node, Node), DefId>,
     not_memo: FxHashMap<Node, DefId>,
     matchers: FxHashMap<Rc<Re>, regex_automata::meta::Regex>,
+    /// The complements of the string languages `not` and `oneOf` met, or why they have
+    /// none: separating the branches of a `oneOf` takes each branch's complement once per
+    /// other branch, and finding that a complement's expression is past its budget costs
+    /// as much as building it.
+    pub(crate) complements: FxHashMap<Rc<Re>, Result<Rc<Re>, crate::re::dfa::TooLarge>>,
     /// Languages enforced on a subset (some formats), each with a superset of the exact
     /// language: their complement cannot be taken, and only the superset proves emptiness.
     pub(crate) subset_langs: FxHashMap<Rc<Re>, Rc<Re>>,
@@ -96,6 +101,7 @@ impl<'a> Ctx<'a> {
             meet_memo: FxHashMap::default(),
             not_memo: FxHashMap::default(),
             matchers: FxHashMap::default(),
+            complements: FxHashMap::default(),
             subset_langs: FxHashMap::default(),
             warnings: Vec::new(),
             fuel: FUEL,
@@ -314,6 +320,18 @@ impl<'a> Ctx<'a> {
 
     /// Whether the decoded string `text` is in the full-match language `re`.
     pub(crate) fn lang_matches(&mut self, re: &Rc<Re>, text: &str) -> Result<bool, SchemaError> {
+        if let Re::Automaton(a) = &**re {
+            return Ok(a.dfa().matches(text));
+        }
+        if re.has_automaton() {
+            return crate::re::dfa::minimal_dfa(re)
+                .map(|a| a.matches(text))
+                .map_err(|e| SchemaError::TooComplex {
+                    pointer: String::new(),
+                    what: e.what,
+                    limit: e.limit,
+                });
+        }
         if !self.matchers.contains_key(re) {
             let hir = regex_syntax::hir::Hir::concat(vec![
                 regex_syntax::hir::Hir::look(regex_syntax::hir::Look::Start),

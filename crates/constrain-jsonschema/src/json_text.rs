@@ -294,6 +294,12 @@ fn encode_any(re: &Re) -> Hir {
         }),
         // Assertions are resolved before encoding; an unresolved one would match nothing.
         Re::Look(_) => Hir::fail(),
+        // Not met: `string_of` refuses expressions holding an automaton. One whose own
+        // expression fits would be spelled as that.
+        Re::Automaton(a) => a
+            .dfa()
+            .to_re()
+            .map_or_else(|_| Hir::fail(), |re| encode_any(&re)),
     }
 }
 
@@ -315,6 +321,10 @@ fn encode_canonical(re: &Re) -> Hir {
             sub: Box::new(encode_canonical(re)),
         }),
         Re::Look(_) => Hir::fail(),
+        Re::Automaton(a) => a
+            .dfa()
+            .to_re()
+            .map_or_else(|_| Hir::fail(), |re| encode_canonical(&re)),
     }
 }
 

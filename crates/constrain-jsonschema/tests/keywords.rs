@@ -564,6 +564,44 @@ fn formats_met_with_patterns_past_the_expression_budget_are_their_automaton() {
     );
 }
 
+#[test]
+fn complements_past_the_expression_budget_are_their_automaton() {
+    // The strings that are not a `uri`: an automaton of 180 states whose
+    // expression, rebuilt from it, is past the budget.
+    check(
+        json!({"type": "string", "not": {"format": "uri"}}),
+        &[
+            json!("./relative/path"),
+            json!("no scheme here"),
+            json!(""),
+            json!("http://exa mple.com"),
+        ],
+        &[
+            json!("http://example.com"),
+            json!("urn:isbn:0451450523"),
+            json!("mailto:someone@example.com"),
+        ],
+    );
+    // A `oneOf` made disjoint through it, with a length bound on the other side.
+    check(
+        json!({"oneOf": [
+            {"type": "string", "format": "uri"},
+            {"type": "string", "pattern": "^[a-z]+:", "maxLength": 12}
+        ]}),
+        &[
+            json!("https://example.com/a/b"),
+            json!("no:spaces ok"),
+            json!("ab:c d"),
+        ],
+        &[
+            json!("abc:"),
+            json!("abc:def"),
+            json!("no spaces: bad, too long"),
+            json!("https://exa mple.com"),
+        ],
+    );
+}
+
 /// The keys an object leaves open are every key but the declared ones, in every spelling
 /// the options allow: checked through the engine for every key of up to three characters
 /// of an alphabet that has the declared keys' characters, an escaped one, a control one and

@@ -38,6 +38,15 @@ pub(crate) fn quoted(body: Hir) -> Expr {
 /// A JSON string whose decoded value is in `re`; the compile-time error (at `pointer`) when
 /// the deadline passes while it is spelled.
 pub(crate) fn string_of(re: &Re, escapes: Escapes, pointer: &str) -> Result<Expr, SchemaError> {
+    if re.has_automaton() {
+        // Spelled only as a graph (see `strings::string_language`); its expression is too
+        // large, or it would have been one.
+        return Err(SchemaError::TooComplex {
+            pointer: crate::ctx::pointer_or_root(pointer),
+            what: "string language spelled from an automaton".into(),
+            limit: crate::re::dfa::MAX_RE_SIZE,
+        });
+    }
     let expr = json_text::quoted_expr(re, escapes);
     if let Err(late) = crate::deadline::check(pointer) {
         constrain_engine::free_in_background(expr);

@@ -96,7 +96,7 @@ impl Product {
 const DEAD: u32 = u32::MAX;
 
 /// A deterministic automaton; a missing transition goes to an implicit dead state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Dfa {
     /// Per state: sorted, disjoint `(lo, hi, target)` ranges.
     trans: Vec<Vec<(u32, u32, u32)>>,
@@ -146,6 +146,77 @@ impl Dfa {
             }
         }
         true
+    }
+
+    /// Size as a budget counts it: states and transitions.
+    pub(crate) fn size(&self) -> usize {
+        self.trans.len() + self.trans.iter().map(Vec::len).sum::<usize>()
+    }
+
+    /// Shortest and longest accepted length in characters (`None`: unbounded); `(0, Some(0))`
+    /// when nothing is accepted, as [`Re::length_bounds`] says of an empty alternation.
+    pub(crate) fn length_bounds(&self) -> (u64, Option<u64>) {
+        let dfa = self.trim();
+        if dfa.is_empty() {
+            return (0, Some(0));
+        }
+        // Breadth first from the start for the shortest; the longest over the trimmed
+        // automaton's paths, unbounded when they loop (every state left is live).
+        let n = dfa.trans.len();
+        let mut depth = vec![u64::MAX; n];
+        depth[0] = 0;
+        let mut queue = VecDeque::from([0u32]);
+        let mut shortest = None;
+        while let Some(s) = queue.pop_front() {
+            let d = depth[s as usize];
+            if dfa.accepting[s as usize] && shortest.is_none() {
+                shortest = Some(d);
+            }
+            for &(_, _, t) in &dfa.trans[s as usize] {
+                if depth[t as usize] == u64::MAX {
+                    depth[t as usize] = d + 1;
+                    queue.push_back(t);
+                }
+            }
+        }
+        (shortest.unwrap_or(0), dfa.longest_path())
+    }
+
+    /// The longest path from the start to an accepting state of a trimmed automaton, `None`
+    /// when a loop is reachable (in depth-first post-order, without recursion).
+    fn longest_path(&self) -> Option<u64> {
+        const NEW: u8 = 0;
+        const OPEN: u8 = 1;
+        const DONE: u8 = 2;
+        let n = self.trans.len();
+        let mut mark = vec![NEW; n];
+        let mut longest = vec![0u64; n];
+        let mut stack = vec![(0u32, 0usize)];
+        mark[0] = OPEN;
+        while let Some(&mut (s, ref mut next)) = stack.last_mut() {
+            let edges = &self.trans[s as usize];
+            if let Some(&(_, _, t)) = edges.get(*next) {
+                *next += 1;
+                match mark[t as usize] {
+                    OPEN => return None,
+                    NEW => {
+                        mark[t as usize] = OPEN;
+                        stack.push((t, 0));
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            stack.pop();
+            mark[s as usize] = DONE;
+            // Every state of a trimmed automaton leads to a match, so each edge's is a path.
+            longest[s as usize] = edges
+                .iter()
+                .map(|&(_, _, t)| longest[t as usize] + 1)
+                .max()
+                .unwrap_or(0);
+        }
+        Some(longest[0])
     }
 
     /// Whether `text` is accepted.
@@ -571,6 +642,22 @@ impl Nfa {
                 }
             }
             Re::Look(l) => self.looks[from].push((*l, to)),
+            Re::Automaton(a) => {
+                let dfa = a.dfa();
+                let states = (0..dfa.state_count())
+                    .map(|_| self.state())
+                    .collect::<Result<Vec<usize>>>()?;
+                self.eps[from].push(states[0]);
+                for (s, &state) in states.iter().enumerate() {
+                    for &(lo, hi, t) in dfa.transitions(s) {
+                        self.trans[state]
+                            .push((CharSet::from_ranges([(lo, hi)]), states[t as usize]));
+                    }
+                    if dfa.is_accepting(s) {
+                        self.eps[state].push(to);
+                    }
+                }
+            }
             Re::Concat(parts) => {
                 let mut cur = from;
                 for (i, p) in parts.iter().enumerate() {
@@ -733,7 +820,7 @@ pub(crate) fn intersect_all(res: &[Re]) -> Result<Re> {
     let Some((first, rest)) = res.split_first() else {
         return Ok(Re::any_string());
     };
-    if rest.is_empty() && !first.has_looks() {
+    if rest.is_empty() && !first.has_looks() && !first.has_automaton() {
         return Ok(first.clone());
     }
     intersection_automaton(first, rest)?.to_re()
@@ -748,15 +835,27 @@ pub(crate) fn intersection_automaton(first: &Re, rest: &[Re]) -> Result<Dfa> {
     Ok(dfa)
 }
 
-/// The strings `re` does not match.
+/// The strings `re` does not match: as an expression when it has one within the budgets,
+/// else as the automaton ([`Re::Automaton`]). The strings that are not a `uri` have an
+/// automaton of 180 states and an expression, rebuilt by state elimination, past 100,000
+/// nodes.
 pub(crate) fn complement(re: &Re) -> Result<Re> {
-    minimal_dfa(re)?.complement().to_re()
+    let dfa = minimal_dfa(re)?.complement();
+    match dfa.to_re() {
+        Ok(re) => Ok(re),
+        Err(_) => Ok(Re::Automaton(std::sync::Arc::new(super::Automaton::new(
+            dfa.minimize(),
+        )))),
+    }
 }
 
 /// The minimal automaton of `re`. Those that take long to build are kept for the process: a
 /// `format` recurs across schemas, met with a different `pattern` each time (`uri` takes
 /// 4 ms to build and 2 more to minimize, the email address 3.5).
 pub(crate) fn minimal_dfa(re: &Re) -> Result<Dfa> {
+    if let Re::Automaton(a) = re {
+        return Ok(a.dfa().clone());
+    }
     if let Some(known) = SLOW_DFAS.lock().ok().and_then(|kept| kept.get(re).cloned()) {
         return Ok(known);
     }
@@ -976,6 +1075,55 @@ mod tests {
         // Minimal: `a|b` and `b|c` make one state before and one after a letter.
         let letters = dfa("^(a|b)$").union(&dfa("^(b|c)$")).expect("small");
         assert_eq!(letters.state_count(), 2);
+    }
+
+    #[test]
+    fn length_bounds_agree_with_the_expression() {
+        for pattern in [
+            "^abc$",
+            "^a(b|cd)?e{2,4}$",
+            "^(ab)+$",
+            "^x[0-9]*y?$",
+            "^(a|bcdef)(g|h{3})$",
+            "^$",
+        ] {
+            let anchored = dfa(pattern);
+            assert_eq!(
+                anchored.length_bounds(),
+                anchored.to_re().expect("small").length_bounds(),
+                "{pattern}"
+            );
+        }
+        assert_eq!(dfa("^(ab)+c$").length_bounds(), (3, None));
+        assert_eq!(dfa("^a{2,5}$").length_bounds(), (2, Some(5)));
+        assert_eq!(dfa("^[]$").length_bounds(), (0, Some(0)));
+    }
+
+    #[test]
+    fn complements_past_the_budget_stay_automata_inside_expressions() {
+        // The strings that are not a URI: 180 states, an expression past the budget.
+        let uri = crate::formats::format_re("uri").expect("known format");
+        let Re::Automaton(outside) = complement(&uri).expect("complement") else {
+            panic!("expected the automaton of the complement");
+        };
+        assert!(outside.dfa().matches("a b"));
+        assert!(!outside.dfa().matches("https://example.com/"));
+        // Read inside a larger expression through its NFA.
+        let framed = Re::concat(vec![
+            Re::literal("<"),
+            Re::Automaton(outside.clone()),
+            Re::literal(">"),
+        ]);
+        let framed = Dfa::from_re(&framed).expect("builds");
+        assert!(framed.matches("<a b>"));
+        assert!(framed.matches("<>"));
+        assert!(!framed.matches("<urn:isbn:0451450523>"));
+        assert!(!framed.matches("a b"));
+        // Its own minimal automaton, not rebuilt.
+        assert_eq!(
+            &minimal_dfa(&Re::Automaton(outside.clone())).expect("kept"),
+            outside.dfa()
+        );
     }
 
     #[test]

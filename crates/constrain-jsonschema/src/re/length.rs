@@ -73,7 +73,7 @@ pub(crate) fn restrict_length(re: &Re, min: u64, max: Option<u64>) -> Option<Re>
             }
             None
         }
-        Re::Class(_) | Re::Literal(_) | Re::Look(_) => None,
+        Re::Class(_) | Re::Literal(_) | Re::Look(_) | Re::Automaton(_) => None,
     }
 }
 
@@ -235,7 +235,7 @@ fn narrow(re: &Re, min: u64, max: u64, rich: u32) -> Re {
             });
             Re::alt(splits.collect())
         }
-        Re::Class(_) | Re::Literal(_) | Re::Look(_) => Re::nothing(),
+        Re::Class(_) | Re::Literal(_) | Re::Look(_) | Re::Automaton(_) => Re::nothing(),
     }
 }
 

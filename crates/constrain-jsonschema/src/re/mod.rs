@@ -15,6 +15,8 @@ pub(crate) use charset::CharSet;
 pub(crate) use length::{narrow_length, restrict_length};
 pub(crate) use trie::FlatTrie;
 
+use std::sync::Arc;
+
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
 
 /// A zero-width assertion of an ECMA-262 pattern that has not been resolved yet.
@@ -24,6 +26,59 @@ pub(crate) enum Look {
     Start,
     /// `$`: the end of the string.
     End,
+}
+
+/// A minimal automaton inside an expression ([`Re::Automaton`]), hashed and ordered by a
+/// fingerprint taken once: expressions are hashed again at every cache lookup, and an
+/// automaton has thousands of transitions.
+#[derive(Debug)]
+pub(crate) struct Automaton {
+    fingerprint: u64,
+    dfa: dfa::Dfa,
+}
+
+impl Automaton {
+    pub(crate) fn new(dfa: dfa::Dfa) -> Automaton {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = rustc_hash::FxHasher::default();
+        dfa.hash(&mut hasher);
+        Automaton {
+            fingerprint: hasher.finish(),
+            dfa,
+        }
+    }
+
+    pub(crate) fn dfa(&self) -> &dfa::Dfa {
+        &self.dfa
+    }
+}
+
+impl PartialEq for Automaton {
+    fn eq(&self, other: &Automaton) -> bool {
+        self.fingerprint == other.fingerprint && self.dfa == other.dfa
+    }
+}
+
+impl Eq for Automaton {}
+
+impl std::hash::Hash for Automaton {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.fingerprint.hash(state);
+    }
+}
+
+impl PartialOrd for Automaton {
+    fn partial_cmp(&self, other: &Automaton) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Automaton {
+    fn cmp(&self, other: &Automaton) -> std::cmp::Ordering {
+        self.fingerprint
+            .cmp(&other.fingerprint)
+            .then_with(|| self.dfa.cmp(&other.dfa))
+    }
 }
 
 /// A regular expression over Unicode scalar values.
@@ -45,6 +100,11 @@ pub(crate) enum Re {
     },
     /// An assertion; only inside patterns, removed by anchoring.
     Look(Look),
+    /// The strings a minimal automaton accepts: a language whose expression, rebuilt from
+    /// the automaton by state elimination, would be past the budget (the strings that are
+    /// not a `uri`). Combined with others as an automaton and turned into a terminal as a
+    /// graph, never spelled.
+    Automaton(Arc<Automaton>),
 }
 
 impl Re {
@@ -105,6 +165,7 @@ impl Re {
                 max.is_some_and(|m| m < *min) || (*min > 0 && re.matches_nothing()?)
             }
             Re::Look(_) => return None,
+            Re::Automaton(a) => a.dfa().is_empty(),
         })
     }
 
@@ -242,6 +303,7 @@ impl Re {
                 (n, Some(n))
             }
             Re::Look(_) => (0, Some(0)),
+            Re::Automaton(a) => a.dfa().length_bounds(),
             Re::Concat(parts) => parts.iter().fold((0, Some(0)), |(lo, hi), p| {
                 let (a, b) = p.length_bounds();
                 (
@@ -277,6 +339,7 @@ impl Re {
             Re::Literal(s) => 1 + s.len() / 8,
             Re::Concat(parts) | Re::Alt(parts) => 1 + parts.iter().map(Re::size).sum::<usize>(),
             Re::Repeat { re, .. } => 1 + re.size(),
+            Re::Automaton(a) => a.dfa().size(),
         }
     }
 
@@ -301,14 +364,26 @@ impl Re {
     pub(crate) fn has_looks(&self) -> bool {
         match self {
             Re::Look(_) => true,
-            Re::Class(_) | Re::Literal(_) => false,
+            Re::Class(_) | Re::Literal(_) | Re::Automaton(_) => false,
             Re::Concat(parts) | Re::Alt(parts) => parts.iter().any(Re::has_looks),
             Re::Repeat { re, .. } => re.has_looks(),
         }
     }
 
+    /// Whether the expression holds a language given as an automaton ([`Re::Automaton`]).
+    pub(crate) fn has_automaton(&self) -> bool {
+        match self {
+            Re::Automaton(_) => true,
+            Re::Class(_) | Re::Literal(_) | Re::Look(_) => false,
+            Re::Concat(parts) | Re::Alt(parts) => parts.iter().any(Re::has_automaton),
+            Re::Repeat { re, .. } => re.has_automaton(),
+        }
+    }
+
     /// The same language as a `regex-syntax` HIR over Unicode text (for matching decoded
-    /// strings). Assertions become `^`/`$` of the whole text.
+    /// strings). Assertions become `^`/`$` of the whole text. An automaton becomes its
+    /// expression, or matches nothing when that is past the budget: whoever may hold one
+    /// matches with the automaton instead ([`crate::ctx::Ctx::lang_matches`]).
     pub(crate) fn to_hir(&self) -> Hir {
         match self {
             Re::Class(set) => Hir::class(Class::Unicode(unicode_class(set))),
@@ -329,6 +404,10 @@ impl Re {
             }),
             Re::Look(Look::Start) => Hir::look(regex_syntax::hir::Look::Start),
             Re::Look(Look::End) => Hir::look(regex_syntax::hir::Look::End),
+            Re::Automaton(a) => a
+                .dfa()
+                .to_re()
+                .map_or_else(|_| Hir::fail(), |re| re.to_hir()),
         }
     }
 }
