@@ -697,6 +697,68 @@ fn undeclared_keys_cut_by_patterns_are_spelled_as_their_automaton() {
 /// Keys of unanchored `patternProperties`: each region of keys (one pattern's and not
 /// another's) stays exact, whether it is one expression or its automaton.
 #[test]
+fn many_pattern_properties_are_regions_of_the_keys_they_share() {
+    // Twelve disjoint prefixes and no other key: thirteen regions, not 2^13 subsets.
+    let names = [
+        "name", "url", "type", "size", "mode", "kind", "role", "tags", "note", "path", "host",
+        "port",
+    ];
+    let mut patterns = serde_json::Map::new();
+    for (i, n) in names.iter().enumerate() {
+        let value = if i % 2 == 0 {
+            json!({"type": "string"})
+        } else {
+            json!({"type": "integer"})
+        };
+        patterns.insert(format!("^{n}:(en|nl)$"), value);
+    }
+    check(
+        json!({"type": "object", "patternProperties": patterns, "additionalProperties": false}),
+        &[
+            json!({"name:en": "a", "url:nl": 3, "port:en": 1}),
+            json!({"host:nl": "h", "tags:en": 2}),
+            json!({}),
+        ],
+        &[
+            json!({"name:en": 1}),
+            json!({"url:nl": "x"}),
+            json!({"name:de": "a"}),
+            json!({"other": 1}),
+        ],
+    );
+    // One pattern over them all and one per name under it: the pairs meet.
+    let mut patterns = serde_json::Map::new();
+    patterns.insert(
+        "^[A-Z0-9-]+$".into(),
+        json!({"type": "string", "maxLength": 8}),
+    );
+    for n in [
+        "MD5", "SHA-1", "SHA-256", "SHA-384", "SHA-512", "SHA3-256", "SSDEEP",
+    ] {
+        patterns.insert(format!("^{n}$"), json!({"type": "string", "minLength": 3}));
+    }
+    check(
+        json!({"type": "object", "patternProperties": patterns, "additionalProperties": false}),
+        &[json!({"MD5": "abc", "SHA-1": "abcdefgh", "X": ""})],
+        &[
+            json!({"MD5": "ab"}),
+            json!({"SHA-256": "abcdefghi"}),
+            json!({"X": "abcdefghi"}),
+            json!({"md5": "abc"}),
+        ],
+    );
+    // The same pattern under several `allOf` branches: one rule, its values met.
+    let branches: Vec<Value> = (1..=8)
+        .map(|i| json!({"patternProperties": {"^a": {"type": "integer", "minimum": i}}}))
+        .collect();
+    check(
+        json!({"allOf": branches}),
+        &[json!({"ab": 8, "b": "x"}), json!({"a": 9})],
+        &[json!({"ab": 7}), json!({"a": "8"})],
+    );
+}
+
+#[test]
 fn keys_of_unanchored_pattern_properties() {
     check(
         json!({"patternProperties": {"after_[cu]": {"type": "array"}}}),

@@ -13,8 +13,11 @@ use crate::re::{dfa, Re};
 
 /// Most rules of the counting grammar of one object.
 const MAX_OBJECT_STATES: usize = 50_000;
-/// Most rules (undeclared-key regions are computed for every subset of them).
-const MAX_KEY_RULES: usize = 6;
+/// Most rules on the undeclared keys of one object (regions of keys are subsets of them).
+const MAX_KEY_RULES: usize = 32;
+
+/// Most regions of undeclared keys (sets of rules a key may be in and out of) of one object.
+const MAX_KEY_REGIONS: usize = 64;
 
 /// Size (in rough NFA states) above which a key's expression is replaced by its automaton's
 /// graph when that is less than half as large: smaller expressions merge with the member's
@@ -23,6 +26,67 @@ const MAX_KEY_EXPRESSION_SIZE: usize = 2_000;
 
 /// Most `Exists` constraints on one object (each doubles the states of its grammar).
 const MAX_EXISTS: usize = 3;
+
+/// The sets of rules (masks over `langs`, in increasing order) that some key may be in while
+/// outside every other, as far as the languages tell; `None` past [`MAX_KEY_REGIONS`].
+/// `negated` rules hold the keys outside their language (`additionalProperties`: the keys
+/// no pattern and no declared name covers). Found depth first, a rule at a time, a branch
+/// dropped once the languages its keys must be in have no string in common: disjoint
+/// patterns (`^name:`, `^url:`, ...) make one set each and the empty set, not the `2^n`
+/// subsets. Whether a set's keys outside its other rules exist is left to its region.
+fn key_rule_masks(names: &[Re], langs: &[Re], negated: &[bool]) -> Option<Vec<u32>> {
+    // Where an automaton is past its budget, a branch is kept with its keys unknown.
+    let meet = |keys: &Option<dfa::Dfa>, lang: &Re| -> Option<Option<dfa::Dfa>> {
+        let Re::Automaton(lang) = lang else {
+            return Some(keys.clone());
+        };
+        let both = match keys {
+            None => lang.dfa().clone(),
+            Some(k) => match k.intersect(lang.dfa()) {
+                Ok(both) => both.minimize(),
+                Err(_) => return Some(Some(k.clone())),
+            },
+        };
+        (!both.is_empty()).then_some(Some(both))
+    };
+    let mut start = None;
+    for name in names {
+        start = meet(&start, name).unwrap_or(start);
+    }
+    let mut masks = Vec::new();
+    let mut stack = vec![(0usize, 0u32, start)];
+    while let Some((i, mask, keys)) = stack.pop() {
+        if i == langs.len() {
+            if masks.len() == MAX_KEY_REGIONS {
+                return None;
+            }
+            masks.push(mask);
+            continue;
+        }
+        // In rule `i` and out of it: the keys must be in its language on one side.
+        for inside in [false, true] {
+            let bit = if inside { 1 << i } else { 0 };
+            if inside != negated[i] {
+                if let Some(keys) = meet(&keys, &langs[i]) {
+                    stack.push((i + 1, mask | bit, keys));
+                }
+            } else {
+                stack.push((i + 1, mask | bit, keys.clone()));
+            }
+        }
+    }
+    masks.sort_unstable();
+    Some(masks)
+}
+
+/// `re` as its minimal automaton ([`Re::Automaton`]), if that is within the budgets: the
+/// regions of keys combine the languages of an object's rules as automata, each many times.
+fn as_automaton(re: &Re) -> Re {
+    match dfa::minimal_dfa(re) {
+        Ok(d) => Re::Automaton(std::sync::Arc::new(crate::re::Automaton::new(d))),
+        Err(_) => re.clone(),
+    }
+}
 
 /// One member as it may appear: plainly, or as the witness of some of the object's required
 /// members (bit `j` of the mask: the object's `some[j]`).
@@ -322,12 +386,18 @@ impl Emitter<'_, '_> {
     /// schema.
     fn regions(&mut self, o: &ObjectSet) -> Result<Vec<Region>, SchemaError> {
         let declared: Vec<String> = o.props.iter().map(|(k, _)| k.clone()).collect();
-        let rules: Vec<_> = o
-            .rules
-            .iter()
-            .filter(|r| r.value != Node::Any)
-            .cloned()
-            .collect();
+        // Rules over the same keys (one pattern under several `allOf` branches) are one
+        // rule, their values met.
+        let mut rules: Vec<KeyRule> = Vec::new();
+        for r in o.rules.iter().filter(|r| r.value != Node::Any) {
+            match rules.iter_mut().find(|known| known.keys == r.keys) {
+                Some(known) => {
+                    let pointer = self.pointer.clone();
+                    known.value = self.ctx.meet(&known.value, &r.value, &pointer)?;
+                }
+                None => rules.push(r.clone()),
+            }
+        }
         let names: Vec<Re> = o.names.iter().map(|r| (**r).clone()).collect();
         let restrict = |this: &mut Self, re: Re| -> Result<Re, SchemaError> {
             if names.is_empty() {
@@ -395,13 +465,20 @@ impl Emitter<'_, '_> {
                     Re::alt(covered)
                 }
             })
+            .map(|re| as_automaton(&re))
             .collect();
+        let names: Vec<Re> = names.iter().map(as_automaton).collect();
         let negated: Vec<bool> = rules
             .iter()
             .map(|r| matches!(r.keys, KeySet::Other { .. }))
             .collect();
+        let Some(masks) = key_rule_masks(&names, &langs, &negated) else {
+            self.unsupported("patternProperties", format!("more than {MAX_KEY_REGIONS} sets of patternProperties/additionalProperties rules that keys of one object may be in"))?;
+            let keys = restrict(self, Re::not_in(&declared))?;
+            return Ok(vec![Region::of(keys, Node::Any)]);
+        };
         let mut out = Vec::new();
-        for mask in 0u32..(1 << rules.len()) {
+        for mask in masks {
             let pointer = self.pointer.clone();
             let mut value = Node::Any;
             for (i, r) in rules.iter().enumerate() {
