@@ -1228,6 +1228,43 @@ fn one_of_closed_objects_sharing_only_the_empty_one() {
     );
 }
 
+/// Each complement of a `propertyNames` requires a member with a key in its set; five of
+/// them, under a `maxProperties` of three, leave a few ways to cover every set.
+#[test]
+fn five_members_required_to_exist() {
+    let schema = json!({
+        "type": "object",
+        "patternProperties": {"^[0-9]$": {"type": "array", "minItems": 2}},
+        "additionalProperties": false,
+        "not": {"anyOf": [
+            {"propertyNames": {"not": {"enum": ["1", "3"]}}},
+            {"propertyNames": {"not": {"enum": ["2", "7", "9"]}}},
+            {"propertyNames": {"not": {"enum": ["2", "3", "11"]}}},
+            {"propertyNames": {"not": {"enum": ["2", "4", "5"]}}},
+            {"propertyNames": {"not": {"enum": ["1", "2", "5"]}}}
+        ]},
+        "maxProperties": 3
+    });
+    for options in [Options::default(), any_order()] {
+        check_with(
+            &options,
+            schema.clone(),
+            &[
+                json!({"1": [0, 0], "2": [0, 0]}),
+                json!({"2": [1, 2], "3": [1, 2], "5": [1, 2]}),
+                json!({"3": [1, 2], "2": [1, 2]}),
+            ],
+            &[
+                json!({"1": [0, 0], "3": [0, 0]}),
+                json!({"2": [0, 0]}),
+                json!({"1": [0], "2": [0, 0]}),
+                json!({"1": [0, 0], "2": [0, 0], "3": [0, 0], "4": [0, 0]}),
+                json!({}),
+            ],
+        );
+    }
+}
+
 /// `unevaluatedProperties` in a subschema parsed within a context reads its own annotations
 /// only, not those of the schema around it.
 #[test]

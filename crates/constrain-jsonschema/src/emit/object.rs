@@ -25,7 +25,7 @@ const MAX_KEY_REGIONS: usize = 64;
 const MAX_KEY_EXPRESSION_SIZE: usize = 2_000;
 
 /// Most `Exists` constraints on one object (each doubles the states of its grammar).
-const MAX_EXISTS: usize = 3;
+const MAX_EXISTS: usize = 6;
 
 /// The sets of rules (masks over `langs`, in increasing order) that some key may be in while
 /// outside every other, as far as the languages tell; `None` past [`MAX_KEY_REGIONS`].
