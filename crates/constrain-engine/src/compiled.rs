@@ -15,12 +15,15 @@ use crate::limits::{Deadline, Limits};
 use crate::mask::{
     lexeme_mask, state_mask_from_lexeme, walk_subtree, BoundaryCache, Inside, LexemeMask,
 };
+use crate::text_check::BoundTextCheck;
 use crate::token_index::{Signature, TokenIndex};
 
 /// A grammar compiled for one vocabulary. `Send + Sync`: share it behind an [`Arc`] between
 /// any number of [`Matcher`](crate::Matcher)s; what one of them computes, all reuse.
 pub struct CompiledGrammar {
     index: Arc<TokenIndex>,
+    /// The grammar's [`TextCheck`](crate::TextCheck), bound to the vocabulary.
+    text_check: Option<Arc<dyn BoundTextCheck>>,
     lazy: Mutex<Lazy>,
     masks: RwLock<MaskCache>,
     initial: StateId,
@@ -79,8 +82,12 @@ impl CompiledGrammar {
         let mut automaton = Automaton::new(cfg, &limits, &deadline)?;
         let initial = automaton.initial();
         automaton.set_deadline(Some(deadline));
+        let text_check = grammar
+            .text_check()
+            .map(|check| check.bind(index.vocabulary()));
         let compiled = Arc::new(CompiledGrammar {
             index,
+            text_check,
             lazy: Mutex::new(Lazy {
                 automaton,
                 lexeme_masks: FxHashMap::default(),
@@ -130,6 +137,11 @@ impl CompiledGrammar {
     /// Words of a token mask: `ceil(logits_width / 32)`.
     pub fn mask_words(&self) -> usize {
         self.index.mask_words()
+    }
+
+    /// The check run beside the automaton, bound to the vocabulary.
+    pub(crate) fn text_check(&self) -> Option<&Arc<dyn BoundTextCheck>> {
+        self.text_check.as_ref()
     }
 
     pub(crate) fn initial(&self) -> StateId {

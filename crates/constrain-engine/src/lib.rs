@@ -30,6 +30,7 @@ mod mask;
 mod matcher;
 mod parser;
 mod terminal;
+mod text_check;
 mod text_run;
 mod token_index;
 mod transitions;
@@ -43,4 +44,5 @@ pub use grammar::{
 };
 pub use limits::{Limits, COMPILE_TIME};
 pub use matcher::{fill_masks, Matcher};
+pub use text_check::{BoundTextCheck, CheckState, TextCheck};
 pub use token_index::TokenIndex;

@@ -9,6 +9,7 @@ use crate::automaton::{Automaton, StateId, DEAD};
 use crate::compiled::CompiledGrammar;
 use crate::error::MatchError;
 use crate::grammar::special_token_bytes;
+use crate::text_check::CheckState;
 
 /// Longest run of forced bytes looked at by [`Matcher::forced_tokens`].
 const MAX_FORCED_BYTES: usize = 4096;
@@ -43,23 +44,37 @@ const MAX_FORCED_BYTES: usize = 4096;
 /// assert!(!m.is_accepting());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
 pub struct Matcher {
     grammar: Arc<CompiledGrammar>,
     /// The state after each accepted step; `history[0]` is the initial state.
     history: Vec<StateId>,
     /// Number of steps when an end-of-sequence token was accepted.
     ended_at: Option<usize>,
+    /// Where the text stands for the grammar's [`TextCheck`](crate::TextCheck), if it has one.
+    check: Option<Box<dyn CheckState>>,
+}
+
+impl Clone for Matcher {
+    fn clone(&self) -> Matcher {
+        Matcher {
+            grammar: self.grammar.clone(),
+            history: self.history.clone(),
+            ended_at: self.ended_at,
+            check: self.check.as_ref().map(|c| c.boxed_clone()),
+        }
+    }
 }
 
 impl Matcher {
     /// A matcher at the start of `grammar`.
     pub fn new(grammar: Arc<CompiledGrammar>) -> Matcher {
         let initial = grammar.initial();
+        let check = grammar.text_check().map(|c| c.start());
         Matcher {
             grammar,
             history: vec![initial],
             ended_at: None,
+            check,
         }
     }
 
@@ -94,6 +109,9 @@ impl Matcher {
         }
         let state = self.state();
         mask.copy_from_slice(&self.grammar.mask(state)?);
+        if let Some(check) = &self.check {
+            check.refine(mask);
+        }
         if self.grammar.with_automaton(|a| a.is_accepting(state)) {
             for &eos in self.grammar.token_index().eos() {
                 mask[(eos >> 5) as usize] |= 1 << (eos & 31);
@@ -116,6 +134,9 @@ impl Matcher {
                 Ok(())
             }
             Some(Step::To(next)) => {
+                if let Some(check) = &mut self.check {
+                    check.accept(&token_text(self.grammar.vocabulary(), token));
+                }
                 self.history.push(next);
                 Ok(())
             }
@@ -136,6 +157,12 @@ impl Matcher {
             });
         }
         let state = self.state();
+        if let Some(check) = &self.check {
+            let text = token_text(vocab, token);
+            if !text.is_empty() && !check.allows(&text) {
+                return Ok(None);
+            }
+        }
         let step = match (vocab.kind(token), vocab.token_bytes(token)) {
             (Some(TokenKind::EndOfSequence), _) => self
                 .grammar
@@ -177,6 +204,16 @@ impl Matcher {
                 })?;
         match next {
             Ok(s) => {
+                if let Some(check) = &mut self.check {
+                    if !check.allows(bytes) {
+                        // The first byte after which the check refuses.
+                        let offset = (1..=bytes.len())
+                            .find(|&n| !check.allows(&bytes[..n]))
+                            .map_or(0, |n| n - 1);
+                        return Err(MatchError::BytesRejected { offset });
+                    }
+                    check.accept(bytes);
+                }
                 self.history.push(s);
                 Ok(())
             }
@@ -257,9 +294,14 @@ impl Matcher {
                 available,
             });
         }
+        // The end-of-sequence step is not the check's.
+        let ended_step = self.ended_at.is_some_and(|at| at + n >= self.history.len());
         self.history.truncate(self.history.len() - n);
         if self.ended_at.is_some_and(|at| at >= self.history.len()) {
             self.ended_at = None;
+        }
+        if let Some(check) = &mut self.check {
+            check.rollback(n - usize::from(ended_step));
         }
         Ok(())
     }
@@ -273,6 +315,7 @@ impl Matcher {
     pub fn reset(&mut self) {
         self.history.truncate(1);
         self.ended_at = None;
+        self.check = self.grammar.text_check().map(|c| c.start());
     }
 }
 
@@ -283,6 +326,17 @@ impl std::fmt::Debug for Matcher {
             .field("state", &self.state())
             .field("ended", &self.is_ended())
             .finish()
+    }
+}
+
+/// The text `token` spells (a special token as its marker bytes); empty for end of sequence.
+fn token_text(vocab: &constrain_vocab::Vocabulary, token: u32) -> std::borrow::Cow<'_, [u8]> {
+    match (vocab.kind(token), vocab.token_bytes(token)) {
+        (Some(TokenKind::Special), _) => {
+            std::borrow::Cow::Owned(special_token_bytes(token).to_vec())
+        }
+        (Some(TokenKind::Text), Some(bytes)) => std::borrow::Cow::Borrowed(bytes),
+        _ => std::borrow::Cow::Borrowed(&[]),
     }
 }
 

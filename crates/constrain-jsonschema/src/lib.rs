@@ -50,8 +50,16 @@
 //! automaton with its accepting states flipped); the complement of `uniqueItems` or of a
 //! `format` enforced on a subset is an error.
 //!
-//! Not supported (an error naming the keyword): `uniqueItems` unless the elements come from a
-//! small finite set (`enum`, booleans, null); references to documents that are neither the
+//! `uniqueItems` is kept by the grammar for elements from a small finite set (`enum`,
+//! booleans, null), and by a check beside the grammar for strings whose language never runs
+//! out (no `maxLength`, no `pattern` or `format` of bounded length): distinct strings are not
+//! a context-free language, so the grammar generates the array and the check refuses a token
+//! that closes an element equal to an earlier one (see `unique`). The check follows the text
+//! by where values stand; a place where an array may or may not have to be unique (an
+//! `anyOf` of both under one key) is refused.
+//!
+//! Not supported (an error naming the keyword): `uniqueItems` over other elements (numbers,
+//! objects, strings of bounded length, large `enum`s); references to documents that are neither the
 //! schema nor registered; a
 //! `minProperties` that undeclared keys would have to reach (they count once toward it: two
 //! of them may spell the same key); the `regex`
@@ -110,6 +118,7 @@ mod options;
 mod parse;
 mod re;
 mod strings;
+mod unique;
 mod uri;
 mod validate;
 

@@ -939,15 +939,28 @@ impl Ctx<'_> {
         match map.get("uniqueItems") {
             None | Some(Value::Bool(false)) => {}
             Some(Value::Bool(true)) => {
-                // Distinct elements can only be tracked when they come from a small finite set.
+                // Distinct elements are tracked by the grammar when they come from a small
+                // finite set, by the check beside it when they are strings that never run
+                // out (see `crate::unique`).
                 set.unique = set.max.is_none_or(|m| m > 1);
                 if set.unique
                     && !(set.prefix.is_empty()
                         && set.contains.is_empty()
                         && self.small_finite(&set.items))
                 {
-                    self.unsupported(pointer, "uniqueItems", "only arrays whose elements come from a small finite set (enum, boolean, null) can be kept unique")?;
-                    set.unique = false;
+                    let by_check = match crate::unique::check_can_keep_unique(self, &set) {
+                        Ok(can) => can,
+                        Err(Fail::InProgress(_)) => false,
+                        Err(Fail::Error(e)) => return Err(e),
+                    };
+                    if !by_check {
+                        self.unsupported(
+                            pointer,
+                            "uniqueItems",
+                            crate::unique::UNIQUE_ITEMS_SUPPORT,
+                        )?;
+                        set.unique = false;
+                    }
                 }
             }
             Some(_) => {
@@ -1086,7 +1099,7 @@ impl Ctx<'_> {
     fn small_finite(&self, node: &Node) -> bool {
         match node {
             Node::Nothing => true,
-            Node::Const(values) => values.len() <= 12,
+            Node::Const(values) => values.len() <= crate::unique::MAX_GRAMMAR_UNIQUE_VALUES,
             Node::Typed(t) => {
                 t.number.is_none() && t.string.is_none() && t.array.is_none() && t.object.is_none()
             }

@@ -1,9 +1,12 @@
 //! Building a [`Grammar`]: named rules whose bodies are [`Expr`]s.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use super::expr::{Expr, RuleId};
 use crate::error::GrammarError;
+use crate::text_check::TextCheck;
 
 /// Collects rules, then checks them into a [`Grammar`].
 ///
@@ -127,7 +130,11 @@ impl GrammarBuilder {
             .into_iter()
             .map(|r| (r.name, r.body.unwrap_or_else(Expr::nothing)))
             .collect();
-        Ok(Grammar { rules, start })
+        Ok(Grammar {
+            rules,
+            start,
+            text_check: None,
+        })
     }
 }
 
@@ -143,6 +150,7 @@ struct RuleDef {
 pub struct Grammar {
     rules: Vec<(String, Expr)>,
     start: RuleId,
+    text_check: Option<Arc<dyn TextCheck>>,
 }
 
 impl Grammar {
@@ -184,5 +192,17 @@ impl Grammar {
             .iter()
             .enumerate()
             .map(|(i, (n, e))| (RuleId(i as u32), n.as_str(), e))
+    }
+
+    /// The grammar with `check` run beside it: its language is then the grammar's strings
+    /// that `check` keeps.
+    pub fn with_text_check(mut self, check: Arc<dyn TextCheck>) -> Grammar {
+        self.text_check = Some(check);
+        self
+    }
+
+    /// The check run beside the grammar, if any.
+    pub fn text_check(&self) -> Option<&Arc<dyn TextCheck>> {
+        self.text_check.as_ref()
     }
 }

@@ -1,12 +1,11 @@
 //! Arrays: leading positions, the rest, counts, `contains` and `uniqueItems`.
 
 use constrain_engine::Expr;
-use serde_json::Value;
 
 use super::Emitter;
 use crate::ctx::pointer_or_root;
 use crate::error::SchemaError;
-use crate::ir::{ArraySet, Lit, Node};
+use crate::ir::{ArraySet, Node};
 
 /// Largest count spelled out in a grammar (`minItems`, `maxItems`...).
 const MAX_COUNT: u64 = 100_000;
@@ -268,19 +267,29 @@ impl Emitter<'_, '_> {
         Ok(self.layout.container(depth, '[', ']', start, allow_empty))
     }
 
-    /// Arrays of distinct elements drawn from a small finite set of values.
+    /// Arrays of distinct elements: drawn from a small finite set of values, a rule per
+    /// subset of them used so far; strings that never run out, the array as it is and the
+    /// check beside the grammar (see [`crate::unique`]) keeping them apart.
     fn unique_array(&mut self, a: &ArraySet, depth: u32) -> Result<Expr, SchemaError> {
         let values = if a.prefix.is_empty() && a.contains.is_empty() {
-            self.finite_values(&a.items)?
+            crate::unique::finite_values(self.ctx, &a.items).map_err(|f| self.fail(f))?
         } else {
             None
         };
-        let Some(values) = values.filter(|v| v.len() <= 12) else {
-            self.unsupported("uniqueItems", "only arrays whose elements come from a small finite set (enum, boolean, null) can be kept unique")?;
+        let Some(values) = values.filter(|v| v.len() <= crate::unique::MAX_GRAMMAR_UNIQUE_VALUES)
+        else {
             let plain = ArraySet {
                 unique: false,
                 ..a.clone()
             };
+            if crate::unique::check_can_keep_unique(self.ctx, a).map_err(|f| self.fail(f))? {
+                // Distinct strings are not a context-free language: the grammar has the
+                // array, the check beside it keeps the elements apart.
+                self.unique_by_check_at
+                    .get_or_insert_with(|| self.pointer.clone());
+            } else {
+                self.unsupported("uniqueItems", crate::unique::UNIQUE_ITEMS_SUPPORT)?;
+            }
             return self.array(&plain, depth);
         };
         let n = values.len();
@@ -335,47 +344,5 @@ impl Emitter<'_, '_> {
             }
         }
         Ok(self.layout.container(depth, '[', ']', start, a.min == 0))
-    }
-
-    /// The values of `node` if it is a finite set.
-    fn finite_values(&mut self, node: &Node) -> Result<Option<Vec<Lit>>, SchemaError> {
-        let node = self.ctx.expand(node).map_err(|f| self.fail(f))?;
-        Ok(match &node {
-            Node::Nothing => Some(Vec::new()),
-            Node::Const(values) => Some(values.to_vec()),
-            Node::Typed(t)
-                if t.number.is_none()
-                    && t.string.is_none()
-                    && t.array.is_none()
-                    && t.object.is_none() =>
-            {
-                let mut v = Vec::new();
-                if t.null {
-                    v.push(Lit::new(Value::Null));
-                }
-                if t.boolean {
-                    v.push(Lit::new(Value::Bool(false)));
-                    v.push(Lit::new(Value::Bool(true)));
-                }
-                Some(v)
-            }
-            Node::AnyOf(parts) => {
-                let mut all: Vec<Lit> = Vec::new();
-                for p in parts.iter() {
-                    match self.finite_values(p)? {
-                        Some(vs) => {
-                            for v in vs {
-                                if !all.contains(&v) {
-                                    all.push(v);
-                                }
-                            }
-                        }
-                        None => return Ok(None),
-                    }
-                }
-                Some(all)
-            }
-            _ => None,
-        })
     }
 }

@@ -46,6 +46,9 @@ pub(crate) struct Emitter<'c, 'a> {
     rules: usize,
     /// Where errors are reported: the definition being emitted.
     pub(crate) pointer: String,
+    /// Where the first array generated without its uniqueness, left to the check beside
+    /// the grammar (see [`crate::unique`]), is.
+    pub(crate) unique_by_check_at: Option<String>,
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
@@ -65,6 +68,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             name_counts: FxHashMap::default(),
             rules: 0,
             pointer: String::new(),
+            unique_by_check_at: None,
         }
     }
 
@@ -104,7 +108,21 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 self.b.define(rule, Expr::nothing())?;
             }
         }
-        let grammar = self.b.build(start)?;
+        let mut grammar = self.b.build(start)?;
+        if let Some(pointer) = self.unique_by_check_at.take() {
+            match crate::unique::shapes(self.ctx, root, &pointer) {
+                Ok(shapes) => grammar = grammar.with_text_check(crate::unique::text_check(shapes)),
+                Err(SchemaError::Unsupported { reason, .. }) if self.ctx.options.lenient => {
+                    self.ctx.warn(
+                        &pointer,
+                        "uniqueItems",
+                        crate::error::WarningKind::Dropped,
+                        reason,
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+        }
         Ok((grammar, std::mem::take(&mut self.ctx.warnings)))
     }
 
@@ -317,7 +335,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
 }
 
 /// The strings `node` accepts when it accepts nothing else.
-fn only_strings(node: &Node) -> Option<&StringSet> {
+pub(crate) fn only_strings(node: &Node) -> Option<&StringSet> {
     match node {
         Node::Typed(t)
             if !t.null

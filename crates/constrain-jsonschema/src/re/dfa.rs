@@ -219,6 +219,41 @@ impl Dfa {
         Some(longest[0])
     }
 
+    /// Whether every string that leads somewhere (a prefix of an accepted string) has
+    /// endlessly many accepted continuations: every live state reaches a loop. Strings drawn
+    /// one after another from such a language, each different from those before, can never
+    /// be cornered into repeating one.
+    pub(crate) fn never_runs_out(&self) -> bool {
+        let dfa = self.trim();
+        if dfa.is_empty() {
+            return true;
+        }
+        // Peel off the states whose every way out ends (a finite tail): what is left
+        // reaches a loop.
+        let n = dfa.trans.len();
+        let mut out_degree: Vec<usize> = dfa.trans.iter().map(Vec::len).collect();
+        let mut into: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (s, ranges) in dfa.trans.iter().enumerate() {
+            for &(_, _, t) in ranges {
+                into[t as usize].push(s as u32);
+            }
+        }
+        let mut ends: Vec<u32> = (0..n as u32)
+            .filter(|&s| out_degree[s as usize] == 0)
+            .collect();
+        let mut peeled = 0;
+        while let Some(s) = ends.pop() {
+            peeled += 1;
+            for &p in &into[s as usize] {
+                out_degree[p as usize] -= 1;
+                if out_degree[p as usize] == 0 {
+                    ends.push(p);
+                }
+            }
+        }
+        peeled == 0
+    }
+
     /// Whether `text` is accepted.
     pub(crate) fn matches(&self, text: &str) -> bool {
         let mut s = 0u32;
@@ -1124,6 +1159,25 @@ mod tests {
             &minimal_dfa(&Re::Automaton(outside.clone())).expect("kept"),
             outside.dfa()
         );
+    }
+
+    #[test]
+    fn languages_that_never_run_out() {
+        for (pattern, endless) in [
+            ("^[a-z]+$", true),
+            ("^.*$", true),
+            ("^a[0-9]*$", true),
+            ("^(ab)+c?$", false),
+            ("^[a-z]{2,5}$", false),
+            ("^x|y[0-9]*$", false),
+            ("^[]$", true),
+        ] {
+            assert_eq!(
+                dfa(pattern).minimize().never_runs_out(),
+                endless,
+                "{pattern}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,282 @@
+//! `uniqueItems` over strings the grammar cannot keep apart, kept by the check beside it:
+//! documents accepted and refused through the engine, random generations that must all be
+//! valid and never stuck, rollback, and the schemas it refuses.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{byte_index, Checked};
+use constrain_engine::{CompiledGrammar, Limits, Matcher, TokenIndex};
+use constrain_jsonschema::{compile, Options};
+use constrain_vocab::{TokenKind, Vocabulary};
+use serde_json::{json, Value};
+
+fn checked(schema: &Value) -> Checked {
+    Checked::new(&byte_index(), schema, &Options::default())
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"))
+}
+
+#[test]
+fn repeated_strings_are_refused_wherever_the_array_stands() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "uniqueItems": true, "items": {"type": "string"}},
+            "list": {"type": "array", "items": {"type": "string"}},
+            "groups": {"type": "array", "items": {
+                "type": "array", "uniqueItems": true, "items": {"type": "string", "pattern": "^[a-z]+$"}
+            }}
+        }
+    });
+    let c = checked(&schema);
+    for text in [
+        r#"{"tags": ["a", "b", "ab"]}"#,
+        r#"{"tags": []}"#,
+        r#"{"tags": ["x"], "list": ["x", "x"]}"#,
+        r#"{"groups": [["a", "b"], ["a", "b"]]}"#,
+        r#"{"tags": ["a\"", "a\\"]}"#,
+        r#"{"tags": ["é", "e"]}"#,
+    ] {
+        assert!(c.accepts_text(text), "should accept {text}");
+    }
+    for text in [
+        r#"{"tags": ["a", "a"]}"#,
+        r#"{"tags": ["a", "b", "a"]}"#,
+        r#"{"tags": ["a", "\u0061"]}"#,
+        r#"{"tags": ["\u00e9", "é"]}"#,
+        r#"{"groups": [["a"], ["b", "b"]]}"#,
+        r#"{"tags": ["", ""], "list": []}"#,
+    ] {
+        assert!(!c.accepts_text(text), "should refuse {text}");
+    }
+}
+
+#[test]
+fn the_document_itself_and_arrays_under_undeclared_keys() {
+    // An array met with another `allOf` branch's: one array set, unique.
+    let c = checked(&json!({"allOf": [
+        {"properties": {"t": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}}},
+        {"properties": {"t": {"minItems": 2, "items": {"pattern": "^x"}}}}
+    ]}));
+    assert!(c.accepts_text(r#"{"t": ["x", "xy"]}"#));
+    assert!(!c.accepts_text(r#"{"t": ["x", "x"]}"#));
+    assert!(!c.accepts_text(r#"{"t": ["x", "y"]}"#));
+    let c = checked(
+        &json!({"type": "array", "uniqueItems": true, "items": {"type": "string", "minLength": 1}}),
+    );
+    assert!(c.accepts_text(r#"["x", "y"]"#));
+    assert!(!c.accepts_text(r#"["x", "y", "x"]"#));
+    // Words beside any string: a union that never runs out.
+    let c = checked(
+        &json!({"type": "array", "uniqueItems": true, "items": {"anyOf": [
+            {"type": "string", "minLength": 2}, {"enum": ["m", "x"]}
+        ]}}),
+    );
+    assert!(c.accepts_text(r#"["m", "x", "xy"]"#));
+    assert!(!c.accepts_text(r#"["m", "xy", "m"]"#));
+    assert!(!c.accepts_text(r#"["y"]"#));
+    let c = checked(&json!({
+        "type": "object",
+        "additionalProperties": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}
+    }));
+    assert!(c.accepts_text(r#"{"a": ["x", "y"], "b": ["x"]}"#));
+    assert!(!c.accepts_text(r#"{"a": ["x"], "b": ["y", "y"]}"#));
+}
+
+/// The bytes, plus tokens that close one string and open the next, or hold whole elements.
+fn token_index() -> Arc<TokenIndex> {
+    let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> = (0..=255u8)
+        .map(|b| (u32::from(b), vec![b], TokenKind::Text))
+        .collect();
+    for (i, t) in [
+        "\",\"",
+        "\", \"",
+        "\"]",
+        "[\"",
+        "\"a\"",
+        "\"b\"",
+        "\"a\",\"a\"",
+        "ab",
+        "ba",
+    ]
+    .iter()
+    .enumerate()
+    {
+        tokens.push((256 + i as u32, t.as_bytes().to_vec(), TokenKind::Text));
+    }
+    tokens.push((300, b"</s>".to_vec(), TokenKind::EndOfSequence));
+    TokenIndex::new(Arc::new(
+        Vocabulary::from_tokens(tokens).expect("vocabulary"),
+    ))
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Random documents: a token drawn among those allowed (the end as soon as it is, past a
+/// budget), every one of which must validate; the mask is never empty before the end.
+#[test]
+fn random_generations_are_valid_and_never_stuck() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"words": {
+            "type": "array", "uniqueItems": true, "minItems": 3,
+            "items": {"type": "string", "pattern": "^[ab]+$"}
+        }},
+        "required": ["words"],
+        "additionalProperties": false
+    });
+    let compiled = compile(&schema, &Options::default()).expect("compiles");
+    let grammar =
+        CompiledGrammar::new(&compiled.grammar, token_index(), Limits::default()).expect("engine");
+    let validator = jsonschema::validator_for(&schema).expect("reference validator");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut mask = vec![0u32; grammar.mask_words()];
+    let mut repeats_refused = 0;
+    for _ in 0..300 {
+        let mut m = Matcher::new(grammar.clone());
+        let mut text = Vec::new();
+        loop {
+            m.fill_mask(&mut mask).expect("mask");
+            if m.is_accepting() && (text.len() > 24 || rng.below(4) == 0) {
+                break;
+            }
+            let allowed: Vec<u32> = (0..300u32)
+                .filter(|&t| mask[(t >> 5) as usize] & (1 << (t & 31)) != 0)
+                .collect();
+            assert!(
+                !allowed.is_empty(),
+                "stuck after {}",
+                String::from_utf8_lossy(&text)
+            );
+            // Tokens the grammar allows and the check refuses: repeats.
+            repeats_refused += (256..265u32)
+                .filter(|&t| {
+                    mask[(t >> 5) as usize] & (1 << (t & 31)) == 0
+                        && m.grammar().vocabulary().token_bytes(t).is_some()
+                })
+                .count();
+            // Short tokens first: whole elements and closing quotes are drawn often.
+            let pick = if text.len() < 40 {
+                allowed[rng.below(allowed.len())]
+            } else {
+                *allowed
+                    .iter()
+                    .find(|&&t| {
+                        t == u32::from(b'"') || t == u32::from(b']') || t == u32::from(b'}')
+                    })
+                    .unwrap_or(&allowed[rng.below(allowed.len())])
+            };
+            text.extend_from_slice(m.grammar().vocabulary().token_bytes(pick).expect("text"));
+            m.accept_token(pick).expect("allowed token is accepted");
+            assert!(
+                text.len() < 4_000,
+                "runaway: {}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+        let value: Value = serde_json::from_slice(&text).expect("JSON");
+        assert!(
+            validator.is_valid(&value),
+            "invalid: {}",
+            String::from_utf8_lossy(&text)
+        );
+    }
+    assert!(
+        repeats_refused > 0,
+        "no token was ever refused by the check"
+    );
+}
+
+#[test]
+fn rollback_and_clones_keep_their_own_elements() {
+    let schema = json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}});
+    let compiled = compile(&schema, &Options::default()).expect("compiles");
+    let grammar =
+        CompiledGrammar::new(&compiled.grammar, token_index(), Limits::default()).expect("engine");
+    let id = |text: &str| -> u32 {
+        (0..300u32)
+            .find(|&t| grammar.vocabulary().token_bytes(t) == Some(text.as_bytes()))
+            .expect("token")
+    };
+    let allowed = |m: &mut Matcher, text: &str| m.is_token_allowed(id(text)).expect("asked");
+    let mut m = Matcher::new(grammar.clone());
+    m.accept_token(id("[")).expect("[");
+    assert!(
+        !allowed(&mut m, "\"a\",\"a\""),
+        "two equal elements in one token"
+    );
+    m.accept_token(id("\"a\"")).expect("\"a\"");
+    m.accept_token(id(",")).expect(",");
+    assert!(!allowed(&mut m, "\"a\""), "a repeat");
+    assert!(allowed(&mut m, "\"b\""));
+    let mut fork = m.clone();
+    m.accept_token(id("\"b\"")).expect("\"b\"");
+    m.accept_token(id(",")).expect(",");
+    assert!(!allowed(&mut m, "\"a\"") && !allowed(&mut m, "\"b\""));
+    // The fork never read the second element.
+    assert!(allowed(&mut fork, "\"b\""));
+    // Rolled back past the second element, then past the first.
+    m.rollback(2).expect("rollback");
+    assert!(allowed(&mut m, "\"b\"") && !allowed(&mut m, "\"a\""));
+    m.rollback(2).expect("rollback");
+    assert!(allowed(&mut m, "\"a\""));
+    m.reset();
+    assert!(m.accept_bytes(b"[\"a\", \"a\"]").is_err());
+    assert!(m.accept_bytes(b"[\"a\", \"ab\"]").is_ok());
+}
+
+#[test]
+fn what_the_check_cannot_hold_is_refused() {
+    let refused = |schema: Value, says: &str| {
+        let e = compile(&schema, &Options::default())
+            .err()
+            .unwrap_or_else(|| panic!("{schema} compiles"));
+        let text = e.to_string();
+        assert!(
+            text.contains("uniqueItems") && text.contains(says),
+            "{schema}: {text}"
+        );
+    };
+    // Strings of bounded length run out: the check could corner the output.
+    refused(
+        json!({"type": "array", "uniqueItems": true, "items": {"type": "string", "maxLength": 3}}),
+        "never run out",
+    );
+    refused(
+        json!({"type": "array", "uniqueItems": true, "items": {"type": "string", "format": "date"}}),
+        "never run out",
+    );
+    refused(
+        json!({"type": "array", "uniqueItems": true, "items": {"type": "object"}}),
+        "never run out",
+    );
+    // Under one key, an array that must be unique or one that need not be.
+    refused(
+        json!({"anyOf": [
+            {"properties": {"a": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}}},
+            {"properties": {"a": {"type": "array", "items": {"type": "string"}}}}
+        ]}),
+        "depending on more than where it stands",
+    );
+    // Lenient: the keyword is dropped, with a warning.
+    let lenient = Options {
+        lenient: true,
+        ..Options::default()
+    };
+    let c = compile(
+        &json!({"type": "array", "uniqueItems": true, "items": {"type": "string", "maxLength": 3}}),
+        &lenient,
+    )
+    .expect("lenient compiles");
+    assert!(c.warnings.iter().any(|w| w.keyword == "uniqueItems"));
+}
