@@ -1,8 +1,9 @@
 //! `uniqueItems` over elements no grammar can keep apart: arrays of strings from a language
-//! that never runs out (`{"type": "string"}`, a pattern without a length bound). Distinct
-//! strings are not a context-free language, so the grammar generates the array without the
-//! constraint and a check beside the automaton ([`check::UniqueCheck`]) refuses a token that
-//! would close an element equal to an earlier one.
+//! that never runs out (`{"type": "string"}`, a pattern without a length bound), or of any
+//! JSON values at all (no `items`). Distinct elements are not a context-free language, so the
+//! grammar generates the array without the constraint and a check beside the automaton
+//! ([`check::UniqueCheck`]) refuses a token that would end an element equal to an earlier
+//! one, equal as JSON Schema compares values (numbers by value, objects in any key order).
 //!
 //! The check follows the JSON text, so it must know, from where a value stands (the keys
 //! and positions that lead to it), whether an array there is one whose elements must differ.
@@ -14,9 +15,12 @@
 //! and the schema is refused; where every array of a set must be unique, the check applies
 //! exactly.
 //!
-//! Since each element's language never runs out, refusing the closing quote of a repeated
-//! string leaves the grammar's other continuations, endlessly many different strings: the
-//! check never corners the output.
+//! Refusing never corners the output. Each string language never runs out, so refusing the
+//! closing quote of a repeated string leaves endlessly many different strings. Among any
+//! values, every prefix of a number, a string or a container has endlessly many different
+//! completions (`1` goes on as `12`, `[1` as `[1, 2]`); only `true`, `false` and `null` are
+//! one value from their first letter, so the check refuses that letter where the literal is
+//! already an element.
 
 pub(crate) mod check;
 
@@ -33,7 +37,7 @@ use crate::strings::{string_language, StringLanguage};
 use serde_json::Value;
 
 /// What `uniqueItems` is enforced on, for errors.
-pub(crate) const UNIQUE_ITEMS_SUPPORT: &str = "only arrays of strings that never run out (no maxLength, no pattern or format of bounded length), or of values from a small finite set (enum, boolean, null), can be kept unique";
+pub(crate) const UNIQUE_ITEMS_SUPPORT: &str = "only arrays of any values (no items schema), of strings that never run out (no maxLength, no pattern or format of bounded length), or of values from a small finite set (enum, boolean, null), can be kept unique, with leading positions (prefixItems) of those or of more booleans and nulls than positions before them, and without contains";
 
 /// Most states of the automaton of shapes of one schema.
 const MAX_SHAPES: usize = 4_096;
@@ -53,7 +57,8 @@ pub(crate) struct Shape {
     pub(crate) prefix: Vec<u32>,
     /// The shape of the other positions.
     pub(crate) items: u32,
-    /// Whether an array here must hold distinct elements (strings, all of them).
+    /// Whether an array here must hold distinct elements (strings that never run out, or
+    /// any values).
     pub(crate) unique: bool,
 }
 
@@ -231,12 +236,7 @@ pub(crate) fn shapes(ctx: &mut Ctx<'_>, root: &Node, pointer: &str) -> Result<Sh
             }
             for node in &set {
                 if let Some(a) = array_of(node) {
-                    if !a.prefix.is_empty() {
-                        return Err(refuse(
-                            "prefixItems beside elements kept distinct by the generation check",
-                        ));
-                    }
-                    if !explorer.only_strings(&a.items)? {
+                    if !check_can_keep_unique(explorer.ctx, a).map_err(fail_error)? {
                         return Err(refuse(UNIQUE_ITEMS_SUPPORT));
                     }
                 }
@@ -249,11 +249,13 @@ pub(crate) fn shapes(ctx: &mut Ctx<'_>, root: &Node, pointer: &str) -> Result<Sh
     Ok(Shapes { shapes })
 }
 
-/// Whether the elements of `a` can be left to the check: strings only, from one language
-/// that never runs out (see the module documentation), with no `prefixItems` or
-/// `contains` counted beside them.
+/// Whether the elements of `a` can be left to the check, which must never corner the
+/// output (see the module documentation): with no `contains` counted beside them, every
+/// position takes any value, strings from one language that never runs out, or (a leading
+/// position) literals `true`, `false`, `null` more than the positions before it, so that one
+/// of them is always new and the check refuses the others from their first letter.
 pub(crate) fn check_can_keep_unique(ctx: &mut Ctx<'_>, a: &ArraySet) -> Result<bool, Fail> {
-    if !a.prefix.is_empty() || !a.contains.is_empty() {
+    if !a.contains.is_empty() {
         return Ok(false);
     }
     let mut explorer = Explorer {
@@ -261,10 +263,12 @@ pub(crate) fn check_can_keep_unique(ctx: &mut Ctx<'_>, a: &ArraySet) -> Result<b
         index: FxHashMap::default(),
         sets: Vec::new(),
     };
-    let Some(elements) = explorer.strings_automaton(&a.items)? else {
-        return Ok(false);
-    };
-    Ok(elements.never_runs_out())
+    for (before, node) in a.prefix.iter().enumerate() {
+        if !explorer.never_cornered(node, Some(before))? {
+            return Ok(false);
+        }
+    }
+    explorer.never_cornered(&a.items, None)
 }
 
 /// Values of an object's undeclared keys: every rule's value, and any value where a key may
@@ -387,23 +391,28 @@ impl Explorer<'_, '_> {
         Ok(id)
     }
 
-    /// Whether every value of `node` is a string (or it has none).
-    fn only_strings(&mut self, node: &Node) -> Result<bool, SchemaError> {
-        Ok(match self.ctx.expand(node).map_err(fail_error)? {
-            Node::Nothing => true,
-            Node::Any => false,
-            Node::Const(values) => values.iter().all(|v| v.value.is_string()),
-            typed @ Node::Typed(_) => crate::emit::only_strings(&typed).is_some(),
-            Node::AnyOf(parts) => {
-                for p in parts.iter() {
-                    if !self.only_strings(p)? {
-                        return Ok(false);
-                    }
+    /// Whether the check can keep the values of `node` apart from those before them without
+    /// cornering the output: any values; strings that never run out; at a leading position
+    /// with `before` positions ahead of it, more literals (`true`, `false`, `null`) than
+    /// that; or no value at all.
+    fn never_cornered(&mut self, node: &Node, before: Option<usize>) -> Result<bool, Fail> {
+        match self.ctx.expand(node)? {
+            Node::Any | Node::Nothing => return Ok(true),
+            _ => {}
+        }
+        if let Some(before) = before {
+            if let Some(values) = finite_values(self.ctx, node)? {
+                let literals = values
+                    .iter()
+                    .all(|v| v.value.is_null() || v.value.is_boolean());
+                if literals && values.len() > before {
+                    return Ok(true);
                 }
-                true
             }
-            Node::Ref(_) => false,
-        })
+        }
+        Ok(self
+            .strings_automaton(node)?
+            .is_some_and(|strings| strings.never_runs_out()))
     }
 
     /// The strings of `node` as one automaton, when it holds strings only, each set of them
