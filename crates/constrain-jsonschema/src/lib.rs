@@ -51,15 +51,17 @@
 //! `format` enforced on a subset is an error.
 //!
 //! `uniqueItems` is kept by the grammar for elements from a small finite set (`enum`,
-//! booleans, null), and by a check beside the grammar for strings whose language never runs
-//! out (no `maxLength`, no `pattern` or `format` of bounded length): distinct strings are not
-//! a context-free language, so the grammar generates the array and the check refuses a token
-//! that closes an element equal to an earlier one (see `unique`). The check follows the text
-//! by where values stand; a place where an array may or may not have to be unique (an
-//! `anyOf` of both under one key) is refused.
+//! booleans, null), and by a check beside the grammar for any values (no `items` schema) and
+//! for strings whose language never runs out (no `maxLength`, no `pattern` or `format` of
+//! bounded length): distinct elements are not a context-free language, so the grammar
+//! generates the array and the check refuses a token that ends an element equal to an
+//! earlier one (see `unique`). Leading positions (`prefixItems`) may be those, or booleans
+//! and nulls more than the positions before them. The check follows the text by where values
+//! stand; a place where an array may or may not have to be unique (an `anyOf` of both under
+//! one key) is refused.
 //!
-//! Not supported (an error naming the keyword): `uniqueItems` over other elements (numbers,
-//! objects, strings of bounded length, large `enum`s); references to documents that are neither the
+//! Not supported (an error naming the keyword): `uniqueItems` over other elements (typed
+//! numbers, objects, strings of bounded length, large `enum`s, `contains` beside it); references to documents that are neither the
 //! schema nor registered; a
 //! `minProperties` that undeclared keys would have to reach (they count once toward it: two
 //! of them may spell the same key); the `regex`
