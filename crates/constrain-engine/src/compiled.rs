@@ -82,9 +82,7 @@ impl CompiledGrammar {
         let mut automaton = Automaton::new(cfg, &limits, &deadline)?;
         let initial = automaton.initial();
         automaton.set_deadline(Some(deadline));
-        let text_check = grammar
-            .text_check()
-            .map(|check| check.bind(index.vocabulary()));
+        let text_check = grammar.text_check().map(|check| check.bind(&index));
         let compiled = Arc::new(CompiledGrammar {
             index,
             text_check,

@@ -3,7 +3,7 @@
 //! consulted for every token the automaton allows.
 //!
 //! A grammar carries at most one [`TextCheck`]; [`CompiledGrammar::new`] binds it to the
-//! vocabulary once ([`TextCheck::bind`]), and every [`Matcher`] keeps a [`CheckState`] of its
+//! token index once ([`TextCheck::bind`]), and every [`Matcher`] keeps a [`CheckState`] of its
 //! own. The automaton's masks stay cached per state; the check only clears bits from a copy.
 //!
 //! [`CompiledGrammar::new`]: crate::CompiledGrammar::new
@@ -11,12 +11,12 @@
 
 use std::sync::Arc;
 
-use constrain_vocab::Vocabulary;
+use crate::TokenIndex;
 
 /// A constraint on the text, checked as it is generated.
 pub trait TextCheck: Send + Sync + std::fmt::Debug {
     /// The check for one vocabulary (which tokens it must look at, found once).
-    fn bind(&self, vocabulary: &Arc<Vocabulary>) -> Arc<dyn BoundTextCheck>;
+    fn bind(&self, index: &Arc<TokenIndex>) -> Arc<dyn BoundTextCheck>;
 }
 
 /// A [`TextCheck`] bound to a vocabulary.

@@ -4,7 +4,7 @@
 //! the whole subtree below it in one jump (`subtree_end`).
 
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use constrain_vocab::{TokenKind, Vocabulary};
 use parking_lot::Mutex;
@@ -102,6 +102,8 @@ pub struct TokenIndex {
     past_short_or_broken: Vec<u32>,
     /// Lexeme walks by lexer-state signature, shared by every grammar compiled for this index.
     lexeme_masks: Mutex<SharedLexemeMasks>,
+    /// Per byte value: the text tokens holding it (see [`Self::text_tokens_with_byte`]).
+    tokens_with_byte: Box<[OnceLock<Box<[u32]>>]>,
 }
 
 /// A mask of tokens for some trie nodes.
@@ -355,6 +357,19 @@ impl TokenIndex {
             past_short_strings,
             past_short_or_broken,
             lexeme_masks: Mutex::default(),
+            tokens_with_byte: (0..256).map(|_| OnceLock::new()).collect(),
+        })
+    }
+
+    /// The text tokens whose bytes hold `byte`, in id order: all a text check must read where
+    /// only that byte can matter to it. Found on first use, then kept for every grammar.
+    pub fn text_tokens_with_byte(&self, byte: u8) -> &[u32] {
+        self.tokens_with_byte[usize::from(byte)].get_or_init(|| {
+            self.vocab
+                .iter()
+                .filter(|(_, bytes, kind)| *kind == TokenKind::Text && bytes.contains(&byte))
+                .map(|(id, _, _)| id)
+                .collect()
         })
     }
 

@@ -12,8 +12,8 @@ use constrain_vocab::{TokenKind, Vocabulary};
 struct NoDoubleLetters;
 
 impl TextCheck for NoDoubleLetters {
-    fn bind(&self, vocabulary: &Arc<Vocabulary>) -> Arc<dyn BoundTextCheck> {
-        Arc::new(Bound(vocabulary.clone()))
+    fn bind(&self, index: &Arc<TokenIndex>) -> Arc<dyn BoundTextCheck> {
+        Arc::new(Bound(index.vocabulary().clone()))
     }
 }
 

@@ -8,8 +8,7 @@
 
 use std::sync::Arc;
 
-use constrain_engine::{BoundTextCheck, CheckState, TextCheck};
-use constrain_vocab::{TokenKind, Vocabulary};
+use constrain_engine::{BoundTextCheck, CheckState, TextCheck, TokenIndex};
 use rustc_hash::FxHashSet;
 
 use super::{Shapes, NONE};
@@ -29,35 +28,12 @@ impl UniqueCheck {
 }
 
 impl TextCheck for UniqueCheck {
-    fn bind(&self, vocabulary: &Arc<Vocabulary>) -> Arc<dyn BoundTextCheck> {
-        // Only a token with a quote can close an element, and outside a unique array only
-        // one with a bracket can enter one.
-        let mut quotes = Vec::new();
-        let mut brackets = Vec::new();
-        for (id, bytes) in text_tokens(vocabulary) {
-            if bytes.contains(&b'"') {
-                quotes.push(id);
-            }
-            if bytes.contains(&b'[') {
-                brackets.push(id);
-            }
-        }
+    fn bind(&self, index: &Arc<TokenIndex>) -> Arc<dyn BoundTextCheck> {
         Arc::new(Bound(Arc::new(Tokens {
             shapes: self.shapes.clone(),
-            vocabulary: vocabulary.clone(),
-            quotes,
-            brackets,
+            index: index.clone(),
         })))
     }
-}
-
-fn text_tokens(vocabulary: &Vocabulary) -> impl Iterator<Item = (u32, &[u8])> {
-    (0..vocabulary.logits_width() as u32).filter_map(move |id| {
-        match (vocabulary.kind(id), vocabulary.token_bytes(id)) {
-            (Some(TokenKind::Text), Some(bytes)) => Some((id, bytes)),
-            _ => None,
-        }
-    })
 }
 
 /// The check bound to a vocabulary: what every sequence's state shares.
@@ -65,11 +41,7 @@ struct Bound(Arc<Tokens>);
 
 struct Tokens {
     shapes: Arc<Shapes>,
-    vocabulary: Arc<Vocabulary>,
-    /// Text tokens holding a `"`.
-    quotes: Vec<u32>,
-    /// Text tokens holding a `[`.
-    brackets: Vec<u32>,
+    index: Arc<TokenIndex>,
 }
 
 impl BoundTextCheck for Bound {
@@ -123,7 +95,8 @@ impl CheckState for State {
             let (word, bit) = ((id >> 5) as usize, 1u32 << (id & 31));
             if mask.get(word).is_some_and(|w| w & bit != 0) {
                 let refused = bound
-                    .vocabulary
+                    .index
+                    .vocabulary()
                     .token_bytes(id)
                     .is_some_and(|bytes| !self.allows(bytes));
                 if refused {
@@ -132,8 +105,18 @@ impl CheckState for State {
             }
         };
         match self.reader.place() {
-            Place::Outside => bound.brackets.iter().for_each(|&id| refuse(mask, id)),
-            Place::InString => bound.quotes.iter().for_each(|&id| refuse(mask, id)),
+            // Only a token with a `[` can enter a unique array, and only one with a `"` can
+            // leave a string.
+            Place::Outside => bound
+                .index
+                .text_tokens_with_byte(b'[')
+                .iter()
+                .for_each(|&id| refuse(mask, id)),
+            Place::InString => bound
+                .index
+                .text_tokens_with_byte(b'"')
+                .iter()
+                .for_each(|&id| refuse(mask, id)),
             Place::Inside => {
                 // Between elements or in one outside its strings: a separator, a closing
                 // bracket or a literal's letter may end or doom an element.
