@@ -1,7 +1,7 @@
-//! The check that keeps the strings of unique arrays distinct as they are generated (see
+//! The check that keeps the elements of unique arrays distinct as they are generated (see
 //! [`super`]): it follows the JSON text (containers, keys, positions, strings) through the
 //! [`Shapes`], remembers the elements of each unique array it is in, and refuses a token
-//! that ends an element equal to one before it.
+//! that ends an element equal to one before it, or that starts one which can only end so.
 //!
 //! The grammar has made the text valid JSON already, so the reading is lenient: it only
 //! tells strings, containers and separators apart.
@@ -36,7 +36,7 @@ impl TextCheck for UniqueCheck {
     }
 }
 
-/// The check bound to a vocabulary: what every sequence's state shares.
+/// The check bound to a token index: what every sequence's state shares.
 struct Bound(Arc<Tokens>);
 
 struct Tokens {
