@@ -77,6 +77,7 @@ impl CheckState for State {
 
     fn accept(&mut self, bytes: &[u8]) {
         self.reader.read_all(&self.bound.shapes, bytes);
+        self.reader.settle();
         self.text.extend_from_slice(bytes);
         self.steps.push(self.text.len());
     }
@@ -87,6 +88,7 @@ impl CheckState for State {
         self.text.truncate(self.steps.last().copied().unwrap_or(0));
         self.reader = Reader::default();
         self.reader.read_all(&self.bound.shapes, &self.text);
+        self.reader.settle();
     }
 
     fn refine(&self, mask: &mut [u32]) {
@@ -163,10 +165,19 @@ enum Frame {
 /// The elements of an array that must keep them distinct.
 #[derive(Clone, Default)]
 struct Distinct {
-    /// The canonical text ([`canonical`]) of each element so far.
+    /// The canonical text ([`canonical`]) of each element before the last step, shared
+    /// with the copies that try tokens ([`CheckState::allows`]).
     seen: Arc<FxHashSet<String>>,
+    /// Those of the last step: a copy trying a token adds here, never cloning `seen`.
+    added: Vec<String>,
     /// The text of the element being read, from its first byte; `None` between elements.
     element: Option<Vec<u8>>,
+}
+
+impl Distinct {
+    fn has(&self, key: &str) -> bool {
+        self.seen.contains(key) || self.added.iter().any(|a| a == key)
+    }
 }
 
 #[derive(Clone, Default)]
@@ -203,6 +214,21 @@ impl Reader {
             (false, _) => Place::Outside,
             (true, Mode::String { .. }) => Place::InString,
             (true, _) => Place::Inside,
+        }
+    }
+
+    /// Moves the elements of the last step into the sets they are looked up in (a set
+    /// shared with a copy is cloned once here, not once per token a copy tries).
+    fn settle(&mut self) {
+        for frame in &mut self.frames {
+            if let Frame::Array {
+                distinct: Some(d), ..
+            } = frame
+            {
+                if !d.added.is_empty() {
+                    Arc::make_mut(&mut d.seen).extend(d.added.drain(..));
+                }
+            }
         }
     }
 
@@ -342,10 +368,10 @@ impl Reader {
             return true;
         };
         let key = canonical(&element);
-        if d.seen.contains(&key) {
+        if d.has(&key) {
             return false;
         }
-        Arc::make_mut(&mut d.seen).insert(key);
+        d.added.push(key);
         true
     }
 
@@ -367,12 +393,12 @@ impl Reader {
             .iter()
             .position(|&b| b == b'e' || b == b'E')
             .is_some_and(|e| element[..e].iter().all(|b| matches!(b, b'0' | b'-' | b'.')));
-        if zero_exponent && d.seen.contains("#0") {
+        if zero_exponent && d.has("#0") {
             return false;
         }
         [("null", "n"), ("true", "t"), ("false", "f")]
             .iter()
-            .all(|(word, key)| !(word.as_bytes().starts_with(element) && d.seen.contains(*key)))
+            .all(|(word, key)| !(word.as_bytes().starts_with(element) && d.has(key)))
     }
 
     /// The shape of the value beginning here.
