@@ -15,11 +15,11 @@ use crate::TokenIndex;
 
 /// A constraint on the text, checked as it is generated.
 pub trait TextCheck: Send + Sync + std::fmt::Debug {
-    /// The check for one vocabulary (which tokens it must look at, found once).
+    /// The check for one token index (which tokens it must look at, found once).
     fn bind(&self, index: &Arc<TokenIndex>) -> Arc<dyn BoundTextCheck>;
 }
 
-/// A [`TextCheck`] bound to a vocabulary.
+/// A [`TextCheck`] bound to a token index.
 pub trait BoundTextCheck: Send + Sync {
     /// The state at the start of the text.
     fn start(&self) -> Box<dyn CheckState>;

@@ -389,10 +389,12 @@ impl Reader {
         let Some(element) = &d.element else {
             return true;
         };
+        // The first byte past the sign, zeros and point is the exponent's: read per byte
+        // tried, so it stops at the first other digit.
         let zero_exponent = element
             .iter()
-            .position(|&b| b == b'e' || b == b'E')
-            .is_some_and(|e| element[..e].iter().all(|b| matches!(b, b'0' | b'-' | b'.')));
+            .find(|b| !matches!(b, b'0' | b'-' | b'.'))
+            .is_some_and(|&b| b == b'e' || b == b'E');
         if zero_exponent && d.has("#0") {
             return false;
         }
@@ -591,13 +593,10 @@ fn canonical_number(text: &[u8]) -> Option<String> {
         (b'+', d) => (false, d),
         _ => (false, exponent),
     };
+    let shift = trailing as i128 - frac.len() as i128;
     let exp = signed_add(
         (exp_negative, exp_digits),
-        (false, trailing.to_string().as_bytes()),
-    );
-    let exp = signed_add(
-        (exp.0, &exp.1),
-        (true, (frac.len() as u64).to_string().as_bytes()),
+        (shift < 0, shift.unsigned_abs().to_string().as_bytes()),
     );
     let sign = if negative { "-" } else { "" };
     let exp_sign = if exp.0 { "-" } else { "" };

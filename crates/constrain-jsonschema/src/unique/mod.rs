@@ -19,8 +19,8 @@
 //! closing quote of a repeated string leaves endlessly many different strings. Among any
 //! values, every prefix of a number, a string or a container has endlessly many different
 //! completions (`1` goes on as `12`, `[1` as `[1, 2]`); only `true`, `false` and `null` are
-//! one value from their first letter, so the check refuses that letter where the literal is
-//! already an element.
+//! one value from their first letter, and a zero from its exponent (`0e`, `-0.0E+`), so the
+//! check refuses that byte where the value is already an element.
 
 pub(crate) mod check;
 
