@@ -231,6 +231,11 @@ impl Automaton {
         self.configs[state as usize].accepting
     }
 
+    /// The scans of `state`: lexemes in flight, each with the row it began at.
+    pub(crate) fn scans(&self, state: StateId) -> &[(RowId, LexId)] {
+        &self.configs[state as usize].scans
+    }
+
     /// Whether no byte can follow `state`.
     pub(crate) fn is_finished(&self, state: StateId) -> bool {
         self.configs[state as usize].scans.is_empty()

@@ -8,6 +8,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{Automaton, StateId, DEAD};
+use crate::completion::{Completion, Completions};
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::{lower, Grammar};
 use crate::lexer::LexId;
@@ -37,6 +38,11 @@ struct Lazy {
     lexeme_masks_by_identity: FxHashMap<Box<[u32]>, Arc<LexemeMask>>,
     lexeme_mask_bytes: usize,
     boundaries: BoundaryCache,
+    /// Shortest completions, computed only for token budgets.
+    completions: Completions,
+    /// Per state: the most tokens a completion takes after any one allowed token (see
+    /// [`CompiledGrammar::fit_to_budget`]).
+    widest_after: FxHashMap<StateId, u64>,
 }
 
 /// Token masks per automaton state, dropped wholesale when over budget.
@@ -92,6 +98,8 @@ impl CompiledGrammar {
                 lexeme_masks_by_identity: FxHashMap::default(),
                 lexeme_mask_bytes: 0,
                 boundaries: BoundaryCache::default(),
+                completions: Completions::default(),
+                widest_after: FxHashMap::default(),
             }),
             masks: RwLock::new(MaskCache {
                 masks: FxHashMap::default(),
@@ -319,6 +327,122 @@ impl CompiledGrammar {
             inside: Inside::from_mask(inside),
             boundaries,
         }))
+    }
+
+    /// The shortest completion of `state` (see [`Completion`]), `None` where nothing
+    /// completes it.
+    pub(crate) fn completion(&self, state: StateId) -> Result<Option<Completion>, MatchError> {
+        let mut lazy = self.lazy.lock();
+        let Lazy {
+            automaton,
+            completions,
+            ..
+        } = &mut *lazy;
+        completions.of_state(automaton, &self.index, state)
+    }
+
+    /// Tokens the shortest completion of `state` takes (`u64::MAX` where none).
+    pub(crate) fn completion_tokens(&self, state: StateId) -> Result<u64, MatchError> {
+        Ok(self
+            .completion(state)?
+            .map_or(u64::MAX, |c| c.tokens.len() as u64))
+    }
+
+    /// Clears from `mask` (the allowed tokens at `state`) every token after which the shortest
+    /// completion takes more than `room` tokens, but `keep` (the next token of a completion
+    /// known to fit). Returns whether any token was cleared.
+    ///
+    /// The most tokens a completion takes after any allowed token is kept per state, so where
+    /// the budget is ample this is one lookup and one comparison; where it is not, a walk of
+    /// the trie from `state` reads each allowed token's completion.
+    pub(crate) fn fit_to_budget(
+        &self,
+        state: StateId,
+        mask: &mut [u32],
+        room: u64,
+        keep: Option<u32>,
+    ) -> Result<bool, MatchError> {
+        let widest = self.lazy.lock().widest_after.get(&state).copied();
+        let widest = match widest {
+            Some(w) => w,
+            None => {
+                let base = self.mask(state)?;
+                let mut widest = 0u64;
+                self.walk_completions(state, &base, |_, tokens| widest = widest.max(tokens))?;
+                self.lazy.lock().widest_after.insert(state, widest);
+                widest
+            }
+        };
+        if widest <= room {
+            return Ok(false);
+        }
+        let mut refused = Vec::new();
+        self.walk_completions(state, mask, |token, tokens| {
+            if tokens > room && Some(token) != keep {
+                refused.push(token);
+            }
+        })?;
+        for &t in &refused {
+            mask[(t >> 5) as usize] &= !(1 << (t & 31));
+        }
+        Ok(!refused.is_empty())
+    }
+
+    /// Walks the token trie from `state`, calling `visit(token, completion tokens after it)`
+    /// for every token set in `allowed` (text and special tokens; end-of-sequence is not in
+    /// the trie).
+    fn walk_completions(
+        &self,
+        state: StateId,
+        allowed: &[u32],
+        mut visit: impl FnMut(u32, u64),
+    ) -> Result<(), MatchError> {
+        let mut lazy = self.lazy.lock();
+        let Lazy {
+            automaton,
+            completions,
+            ..
+        } = &mut *lazy;
+        let index = &self.index;
+        let nodes = index.nodes();
+        let classes = *automaton.lexer.byte_classes();
+        let end = nodes[0].subtree_end as usize;
+        let mut stack: Vec<(u32, StateId)> = vec![(end as u32, state)];
+        let mut i = 1;
+        while i < end {
+            while stack.last().is_some_and(|&(e, _)| e as usize <= i) {
+                stack.pop();
+            }
+            let parent = stack.last().map_or(DEAD, |&(_, s)| s);
+            let node = nodes[i];
+            let next = automaton.next(parent, classes[node.byte as usize] as usize)?;
+            if next == DEAD {
+                i = node.subtree_end as usize;
+                continue;
+            }
+            let mut tokens_after = None;
+            for &t in index.tokens_of(i) {
+                if allowed[(t >> 5) as usize] >> (t & 31) & 1 == 0 {
+                    continue;
+                }
+                let after = match tokens_after {
+                    Some(n) => n,
+                    None => {
+                        let n = completions
+                            .of_state(automaton, index, next)?
+                            .map_or(u64::MAX, |c| c.tokens.len() as u64);
+                        tokens_after = Some(n);
+                        n
+                    }
+                };
+                visit(t, after);
+            }
+            if node.subtree_end as usize > i + 1 {
+                stack.push((node.subtree_end, next));
+            }
+            i += 1;
+        }
+        Ok(())
     }
 
     /// Sizes of the lazily built automaton: (states, parser rows, lexer states).

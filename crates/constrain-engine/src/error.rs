@@ -110,6 +110,15 @@ pub enum MatchError {
         /// What went wrong.
         message: String,
     },
+    /// The token budget is too small for the constraint to complete: the shortest completion
+    /// from here takes more tokens than are left.
+    #[error("this constraint needs at least {needed} tokens, but the budget is {budget}")]
+    BudgetTooSmall {
+        /// Tokens the output needs in all (those accepted so far and the fewest to complete).
+        needed: usize,
+        /// The budget.
+        budget: usize,
+    },
     /// A run-time budget of the lazily built automaton was exhausted (see [`Limits`](crate::Limits)).
     #[error("automaton too large: {what} exceeds the limit of {limit}")]
     LimitExceeded {

@@ -20,6 +20,7 @@
 
 mod automaton;
 mod compiled;
+mod completion;
 mod discard;
 mod error;
 mod grammar;
@@ -36,6 +37,7 @@ mod token_index;
 mod transitions;
 
 pub use compiled::CompiledGrammar;
+pub use completion::Completion;
 pub use discard::{free_in_background, wait_for_background_frees};
 pub use error::{GrammarError, MatchError};
 pub use grammar::{

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use crate::automaton::{Automaton, StateId, DEAD};
 use crate::compiled::CompiledGrammar;
+use crate::completion::Completion;
 use crate::error::MatchError;
 use crate::grammar::special_token_bytes;
 use crate::text_check::CheckState;
@@ -52,6 +53,40 @@ pub struct Matcher {
     ended_at: Option<usize>,
     /// Where the text stands for the grammar's [`TextCheck`](crate::TextCheck), if it has one.
     check: Option<Box<dyn CheckState>>,
+    /// Per entry of `history`: tokens accepted up to it, and the completion it follows.
+    budget_steps: Vec<BudgetStep>,
+    /// Most tokens of the whole output (end-of-sequence not counted), if bounded.
+    budget: Option<usize>,
+    /// Steps whose mask the budget narrowed, and the last one counted.
+    narrowed: (usize, Option<usize>),
+}
+
+/// The budget's view of one step.
+#[derive(Clone, Debug, Default)]
+struct BudgetStep {
+    /// Tokens accepted up to this step.
+    tokens: usize,
+    /// A completion known to fit that the output has followed so far: the state's own
+    /// shortest completion may take more tokens than the rest of one begun earlier (token
+    /// counts do not shrink with bytes), and this one still fits.
+    plan: Option<Plan>,
+}
+
+/// The rest of a completion: `tokens[next..]`.
+#[derive(Clone, Debug)]
+struct Plan {
+    tokens: Arc<[u32]>,
+    next: usize,
+}
+
+impl Plan {
+    fn len(&self) -> usize {
+        self.tokens.len() - self.next
+    }
+
+    fn head(&self) -> Option<u32> {
+        self.tokens.get(self.next).copied()
+    }
 }
 
 impl Clone for Matcher {
@@ -61,6 +96,9 @@ impl Clone for Matcher {
             history: self.history.clone(),
             ended_at: self.ended_at,
             check: self.check.as_ref().map(|c| c.boxed_clone()),
+            budget_steps: self.budget_steps.clone(),
+            budget: self.budget,
+            narrowed: self.narrowed,
         }
     }
 }
@@ -75,12 +113,150 @@ impl Matcher {
             history: vec![initial],
             ended_at: None,
             check,
+            budget_steps: vec![BudgetStep::default()],
+            budget: None,
+            narrowed: (0, None),
+        }
+    }
+
+    /// A matcher at the start of `grammar` whose output takes at most `max_tokens` tokens
+    /// (see [`Matcher::set_token_budget`]).
+    pub fn with_token_budget(
+        grammar: Arc<CompiledGrammar>,
+        max_tokens: usize,
+    ) -> Result<Matcher, MatchError> {
+        let mut m = Matcher::new(grammar);
+        m.set_token_budget(Some(max_tokens))?;
+        Ok(m)
+    }
+
+    /// Bounds the whole output to `max_tokens` tokens (those accepted so far included; the
+    /// end-of-sequence token is not counted), or lifts the bound with `None`.
+    ///
+    /// Under a budget the mask allows only tokens after which the shortest completion (see
+    /// [`Matcher::shortest_completion`]) still fits, so the output is complete when the budget
+    /// runs out: when tokens are ample the mask is exactly the unbudgeted one, and as they run
+    /// out it narrows to the tokens that close the output in time. Returns
+    /// [`MatchError::BudgetTooSmall`] (and leaves the budget as it was) when even the
+    /// shortest completion does not fit.
+    pub fn set_token_budget(&mut self, max_tokens: Option<usize>) -> Result<(), MatchError> {
+        if let Some(budget) = max_tokens {
+            let used = self.tokens_used();
+            let needed = used.saturating_add(self.tokens_to_complete()?);
+            if needed > budget {
+                return Err(MatchError::BudgetTooSmall { needed, budget });
+            }
+        }
+        self.budget = max_tokens;
+        Ok(())
+    }
+
+    /// The token budget, if one is set.
+    pub fn token_budget(&self) -> Option<usize> {
+        self.budget
+    }
+
+    /// Tokens accepted so far (end-of-sequence and byte runs not counted).
+    pub fn tokens_used(&self) -> usize {
+        self.budget_steps.last().map_or(0, |b| b.tokens)
+    }
+
+    /// Tokens the budget leaves, if one is set.
+    pub fn tokens_left(&self) -> Option<usize> {
+        self.budget.map(|b| b.saturating_sub(self.tokens_used()))
+    }
+
+    /// Steps whose mask the budget narrowed so far (the tokens it constrained).
+    pub fn budget_constrained_steps(&self) -> usize {
+        self.narrowed.0
+    }
+
+    /// The shortest completion of the output so far: the fewest bytes that make it a
+    /// complete sentence, and their longest-match tokens (a sound bound on the fewest
+    /// tokens). `None` when the output has ended or nothing completes it.
+    pub fn shortest_completion(&self) -> Result<Option<Completion>, MatchError> {
+        if self.is_ended() {
+            return Ok(None);
+        }
+        self.grammar.completion(self.state())
+    }
+
+    /// The fewest tokens known to complete the output: the shortest completion's, or those
+    /// left of the completion the output follows.
+    fn tokens_to_complete(&self) -> Result<usize, MatchError> {
+        if self.is_ended() {
+            return Ok(0);
+        }
+        let own = self.grammar.completion_tokens(self.state())?;
+        let own = usize::try_from(own).unwrap_or(usize::MAX);
+        Ok(match self.plan() {
+            Some(p) => own.min(p.len()),
+            None => own,
+        })
+    }
+
+    /// The completion the output follows at this step, if it follows one begun earlier.
+    fn plan(&self) -> Option<&Plan> {
+        self.budget_steps.last().and_then(|b| b.plan.as_ref())
+    }
+
+    /// The next token of a completion that fits: the followed one's, else the state's own.
+    fn plan_head(&self) -> Result<Option<u32>, MatchError> {
+        if let Some(head) = self.plan().and_then(Plan::head) {
+            return Ok(Some(head));
+        }
+        Ok(self
+            .grammar
+            .completion(self.state())?
+            .and_then(|c| c.tokens.first().copied()))
+    }
+
+    /// Whether the budget lets `token`, which leads to `next`, come now; and the completion
+    /// the output then follows.
+    fn budget_step(&self, token: u32, next: StateId) -> Result<Option<BudgetStep>, MatchError> {
+        let tokens = self.tokens_used() + 1;
+        let Some(left) = self.tokens_left() else {
+            return Ok(Some(BudgetStep { tokens, plan: None }));
+        };
+        if left == 0 {
+            return Ok(None);
+        }
+        let room = (left - 1) as u64;
+        // Following the completion that fits keeps it.
+        let followed = match self.plan() {
+            Some(p) if p.head() == Some(token) => Some(Plan {
+                tokens: p.tokens.clone(),
+                next: p.next + 1,
+            }),
+            Some(_) => None,
+            None => self
+                .grammar
+                .completion(self.state())?
+                .filter(|c| c.tokens.first() == Some(&token))
+                .map(|c| Plan {
+                    tokens: c.tokens,
+                    next: 1,
+                }),
+        };
+        if followed.is_some() || self.grammar.completion_tokens(next)? <= room {
+            Ok(Some(BudgetStep {
+                tokens,
+                plan: followed,
+            }))
+        } else {
+            Ok(None)
         }
     }
 
     /// The compiled grammar.
     pub fn grammar(&self) -> &Arc<CompiledGrammar> {
         &self.grammar
+    }
+
+    /// The automaton state of the output so far (for the crate's tests).
+    #[cfg(test)]
+    pub(crate) fn current_state(&self) -> StateId {
+        self.state()
     }
 
     fn state(&self) -> StateId {
@@ -112,6 +288,21 @@ impl Matcher {
         if let Some(check) = &self.check {
             check.refine(mask);
         }
+        if let Some(left) = self.tokens_left() {
+            let narrowed = if left == 0 {
+                let any = mask.iter().any(|&w| w != 0);
+                mask.fill(0);
+                any
+            } else {
+                let keep = self.plan_head()?;
+                self.grammar
+                    .fit_to_budget(state, mask, (left - 1) as u64, keep)?
+            };
+            let step = self.steps();
+            if narrowed && self.narrowed.1 != Some(step) {
+                self.narrowed = (self.narrowed.0 + 1, Some(step));
+            }
+        }
         if self.grammar.with_automaton(|a| a.is_accepting(state)) {
             for &eos in self.grammar.token_index().eos() {
                 mask[(eos >> 5) as usize] |= 1 << (eos & 31);
@@ -131,21 +322,36 @@ impl Matcher {
             Some(Step::Eos) => {
                 self.ended_at = Some(self.history.len());
                 self.history.push(self.state());
+                let tokens = self.tokens_used();
+                self.budget_steps.push(BudgetStep { tokens, plan: None });
                 Ok(())
             }
-            Some(Step::To(next)) => {
+            Some(Step::To(next, budget)) => {
                 if let Some(check) = &mut self.check {
                     check.accept(&token_text(self.grammar.vocabulary(), token));
                 }
                 self.history.push(next);
+                self.budget_steps.push(budget);
                 Ok(())
             }
             None => Err(MatchError::TokenNotAllowed { token }),
         }
     }
 
-    /// Where `token` leads, or `None` if it is not allowed.
+    /// Where `token` leads, or `None` if it is not allowed (by the grammar, the text check
+    /// or the budget).
     fn step_token(&self, token: u32) -> Result<Option<Step>, MatchError> {
+        match self.grammar_step(token)? {
+            Some(GrammarStep::To(next)) => Ok(self
+                .budget_step(token, next)?
+                .map(|budget| Step::To(next, budget))),
+            Some(GrammarStep::Eos) => Ok(Some(Step::Eos)),
+            None => Ok(None),
+        }
+    }
+
+    /// Where `token` leads by the grammar and the text check alone.
+    fn grammar_step(&self, token: u32) -> Result<Option<GrammarStep>, MatchError> {
         if self.is_ended() {
             return Err(MatchError::Finished);
         }
@@ -167,16 +373,16 @@ impl Matcher {
             (Some(TokenKind::EndOfSequence), _) => self
                 .grammar
                 .with_automaton(|a| a.is_accepting(state))
-                .then_some(Step::Eos),
+                .then_some(GrammarStep::Eos),
             (Some(TokenKind::Special), _) => {
                 let next = self
                     .grammar
                     .with_automaton(|a| walk(a, state, &special_token_bytes(token)))?;
-                (next != DEAD).then_some(Step::To(next))
+                (next != DEAD).then_some(GrammarStep::To(next))
             }
             (Some(TokenKind::Text), Some(bytes)) if !bytes.is_empty() => {
                 let next = self.grammar.with_automaton(|a| walk(a, state, bytes))?;
-                (next != DEAD).then_some(Step::To(next))
+                (next != DEAD).then_some(GrammarStep::To(next))
             }
             _ => None,
         };
@@ -212,9 +418,23 @@ impl Matcher {
                             .map_or(0, |n| n - 1);
                         return Err(MatchError::BytesRejected { offset });
                     }
+                }
+                if let Some(budget) = self.budget {
+                    // Bytes take no tokens, but what completes the output after them must fit.
+                    let needed = self.grammar.completion_tokens(s)?;
+                    let needed = usize::try_from(needed)
+                        .unwrap_or(usize::MAX)
+                        .saturating_add(self.tokens_used());
+                    if needed > budget {
+                        return Err(MatchError::BudgetTooSmall { needed, budget });
+                    }
+                }
+                if let Some(check) = &mut self.check {
                     check.accept(bytes);
                 }
                 self.history.push(s);
+                let tokens = self.tokens_used();
+                self.budget_steps.push(BudgetStep { tokens, plan: None });
                 Ok(())
             }
             Err(offset) => Err(MatchError::BytesRejected { offset }),
@@ -245,6 +465,25 @@ impl Matcher {
     /// longest vocabulary tokens, stopping before a token that a longer allowed token could
     /// extend beyond the forced bytes (so the forced text never cuts a better tokenization).
     pub fn forced_tokens(&mut self) -> Result<Vec<u32>, MatchError> {
+        let tokens = self.forced_by_grammar()?;
+        if self.budget.is_none() || tokens.is_empty() {
+            return Ok(tokens);
+        }
+        // Under a budget, the forced text must also be tokenized so that the output still
+        // completes in time: keep the tokens the budget allows one after another.
+        let mut ahead = self.clone();
+        let mut kept = Vec::with_capacity(tokens.len());
+        for token in tokens {
+            if ahead.accept_token(token).is_err() {
+                break;
+            }
+            kept.push(token);
+        }
+        Ok(kept)
+    }
+
+    /// [`Matcher::forced_tokens`] by the grammar alone.
+    fn forced_by_grammar(&mut self) -> Result<Vec<u32>, MatchError> {
         if self.is_ended() {
             return Ok(Vec::new());
         }
@@ -297,6 +536,7 @@ impl Matcher {
         // The end-of-sequence step is not the check's.
         let ended_step = self.ended_at.is_some_and(|at| at + n >= self.history.len());
         self.history.truncate(self.history.len() - n);
+        self.budget_steps.truncate(self.history.len());
         if self.ended_at.is_some_and(|at| at >= self.history.len()) {
             self.ended_at = None;
         }
@@ -314,6 +554,7 @@ impl Matcher {
     /// Back to the start of the grammar.
     pub fn reset(&mut self) {
         self.history.truncate(1);
+        self.budget_steps.truncate(1);
         self.ended_at = None;
         self.check = self.grammar.text_check().map(|c| c.start());
     }
@@ -341,6 +582,11 @@ fn token_text(vocab: &constrain_vocab::Vocabulary, token: u32) -> std::borrow::C
 }
 
 enum Step {
+    To(StateId, BudgetStep),
+    Eos,
+}
+
+enum GrammarStep {
     To(StateId),
     Eos,
 }

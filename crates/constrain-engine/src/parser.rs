@@ -53,6 +53,8 @@ struct Tables {
     unexpanded: FxHashMap<u32, FamilyState>,
     /// The nonterminal of every family state created so far.
     family_nts: FxHashMap<FamilyState, u32>,
+    /// The family state of every family nonterminal created so far.
+    family_states: FxHashMap<u32, FamilyState>,
     /// Most symbols `syms` may hold once families are expanded.
     max_syms: usize,
 }
@@ -70,6 +72,48 @@ struct FamilyState {
     family: u32,
     used: Box<[u64]>,
     started: bool,
+}
+
+/// What stands at a position of the flattened productions.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SymAt {
+    /// The end of a production.
+    End,
+    Terminal(u32),
+    Nonterminal(u32),
+}
+
+/// A family nonterminal: the family, and which members its items have used so far.
+pub(crate) struct FamilyShape<'a> {
+    pub family: &'a Family,
+    /// Required members, one bit each.
+    pub required: &'a [u64],
+    /// Members used before this nonterminal, one bit each.
+    pub used: &'a [u64],
+    /// Whether an item came before (then a separator comes before the next one).
+    pub started: bool,
+}
+
+impl FamilyShape<'_> {
+    /// Whether member `j` was used before.
+    pub(crate) fn is_used(&self, j: usize) -> bool {
+        has_bit(self.used, j)
+    }
+
+    /// Whether member `j` is required.
+    pub(crate) fn is_required(&self, j: usize) -> bool {
+        has_bit(self.required, j)
+    }
+}
+
+/// An item as (position, row it began in), its origin resolved against the row holding it.
+fn resolve(item: Item, row: RowId) -> (u32, RowId) {
+    let origin = if item.origin == SELF {
+        row
+    } else {
+        item.origin
+    };
+    (item.pos, origin)
 }
 
 fn has_bit(bits: &[u64], i: usize) -> bool {
@@ -150,6 +194,7 @@ impl Parser {
         let nullable = nullable_nonterminals(cfg, &nullable_t, &families);
         let mut unexpanded = FxHashMap::default();
         let mut family_nts = FxHashMap::default();
+        let mut family_states = FxHashMap::default();
         for (i, info) in families.iter().enumerate() {
             let root = FamilyState {
                 family: i as u32,
@@ -157,6 +202,7 @@ impl Parser {
                 started: false,
             };
             unexpanded.insert(info.family.root, root.clone());
+            family_states.insert(info.family.root, root.clone());
             family_nts.insert(root, info.family.root);
         }
         let tables = Tables {
@@ -170,6 +216,7 @@ impl Parser {
             families,
             unexpanded,
             family_nts,
+            family_states,
             max_syms,
         };
         Parser {
@@ -188,6 +235,87 @@ impl Parser {
 
     pub(crate) fn row_count(&self) -> usize {
         self.rows.len()
+    }
+
+    /// What stands at `pos` of the flattened productions.
+    pub(crate) fn sym_at(&self, pos: u32) -> SymAt {
+        match self.tables.syms[pos as usize] {
+            END => SymAt::End,
+            sym if sym & TERMINAL != 0 => SymAt::Terminal(sym & !TERMINAL),
+            nt => SymAt::Nonterminal(nt),
+        }
+    }
+
+    /// The nonterminal whose production holds `pos`.
+    pub(crate) fn lhs_at(&self, pos: u32) -> u32 {
+        self.tables.lhs[pos as usize]
+    }
+
+    /// The grammar's start nonterminal: completing it is accepting the input.
+    pub(crate) fn start_nonterminal(&self) -> u32 {
+        self.tables.lhs[self.tables.start_pos as usize]
+    }
+
+    /// Nonterminals created so far (families create more as inputs reach them).
+    pub(crate) fn nonterminal_count(&self) -> usize {
+        self.tables.productions.len()
+    }
+
+    /// First positions of the productions of `nt` built so far (none for a family
+    /// nonterminal not expanded yet: see [`Parser::family_shape`]).
+    pub(crate) fn productions_of(&self, nt: u32) -> &[u32] {
+        &self.tables.productions[nt as usize]
+    }
+
+    /// Whether terminal `t` matches the empty string (items step over it at once).
+    pub(crate) fn terminal_is_nullable(&self, t: u32) -> bool {
+        self.tables.nullable_t[t as usize]
+    }
+
+    /// The items of `row` waiting for nonterminal `nt`, as (position, row they began in).
+    pub(crate) fn waiting_for_nonterminal(
+        &self,
+        row: RowId,
+        nt: u32,
+    ) -> impl Iterator<Item = (u32, RowId)> + '_ {
+        let r = &self.rows[row as usize];
+        r.waiting_nt
+            .get(&nt)
+            .into_iter()
+            .flatten()
+            .map(move |&i| resolve(r.items[i as usize], row))
+    }
+
+    /// The items of `row` waiting for terminal `t`, as (position, row they began in).
+    pub(crate) fn waiting_for_terminal(
+        &self,
+        row: RowId,
+        t: u32,
+    ) -> impl Iterator<Item = (u32, RowId)> + '_ {
+        let r = &self.rows[row as usize];
+        r.waiting_t
+            .get(&t)
+            .into_iter()
+            .flatten()
+            .map(move |&i| resolve(r.items[i as usize], row))
+    }
+
+    /// The nonterminals some item of `row` waits for.
+    pub(crate) fn waited_nonterminals(&self, row: RowId) -> impl Iterator<Item = u32> + '_ {
+        self.rows[row as usize].waiting_nt.keys().copied()
+    }
+
+    /// What a family nonterminal derives, whether or not it is expanded yet: `None` for
+    /// other nonterminals.
+    pub(crate) fn family_shape(&self, nt: u32) -> Option<FamilyShape<'_>> {
+        let state = self.tables.family_states.get(&nt)?;
+        let info = &self.tables.families[state.family as usize];
+        Some(FamilyShape {
+            family: &info.family,
+            required: &info.required,
+            used: &state.used,
+            started: state.started,
+        })
     }
 
     /// The row before any input.
@@ -359,6 +487,7 @@ impl Tables {
         let nullable = family_nullable(info, &state.used, state.started, &self.nullable);
         self.nullable.push(nullable);
         self.unexpanded.insert(nt, state.clone());
+        self.family_states.insert(nt, state.clone());
         self.family_nts.insert(state, nt);
         nt
     }

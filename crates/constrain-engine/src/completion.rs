@@ -1,0 +1,692 @@
+//! Shortest completions: for a matcher state, the fewest bytes that lead it to an accepting
+//! state, read off the grammar, and a tokenization of them.
+//!
+//! A token budget needs to know, before each token, whether the output can still end in time.
+//! The answer combines three levels, each computed once and remembered:
+//! - a *terminal*'s shortest lexeme, and from a lexer state the fewest bytes to end one of its
+//!   terminals (a breadth-first search over lexer states, one representative byte per class);
+//! - a *nonterminal*'s shortest derivation (a fixpoint over the productions; a family, items in
+//!   any order, by its required members);
+//! - a *row*'s completion after each nonterminal waited for there: the rest of the waiting
+//!   item, then whatever completes the row that item began in. Items point at earlier rows, so
+//!   this recursion follows the parse stack down to the start symbol.
+//!
+//! The completion of a state is the least, over its scans, of ending the lexeme in flight with
+//! some terminal and completing what the scan's row expects after it. It is exact in bytes: the
+//! automaton accepts exactly the grammar's language, and every choice above is the cheapest.
+//! Its tokens are the longest-match tokenization of those bytes, a sound bound on the fewest
+//! tokens (any tokenization of a valid text is accepted), not always the least.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::automaton::{Automaton, StateId};
+use crate::error::MatchError;
+use crate::lexer::{LexId, Lexer, LEX_DEAD};
+use crate::parser::{Parser, RowId, SymAt};
+use crate::token_index::TokenIndex;
+
+/// Length of no completion.
+const NONE: u64 = u64::MAX;
+
+/// Lexer states one search for the end of a lexeme may visit.
+const MAX_SEARCH_STATES: usize = 50_000;
+
+/// Bytes a completion may have: longer ones are refused as a budget (no output that long is
+/// generated under a token budget anyway).
+const MAX_COMPLETION_BYTES: u64 = 1 << 22;
+
+/// The shortest completion of a state: its bytes, and their longest-match tokens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The fewest bytes that complete the input.
+    pub bytes: Arc<[u8]>,
+    /// The bytes as tokens, each the longest vocabulary token that fits: a completion that
+    /// takes `tokens.len()` tokens.
+    pub tokens: Arc<[u32]>,
+}
+
+/// How a nonterminal's shortest derivation goes.
+#[derive(Clone, Copy, Debug)]
+enum Derivation {
+    /// Not derived yet (or deriving nothing).
+    Unknown,
+    /// The production at this position.
+    Production(u32),
+    /// A family nonterminal: its required members in order, or its cheapest single item.
+    Family,
+}
+
+/// How the completion after a nonterminal waited for in a row goes: the rest of the waiting
+/// item at `pos`, then the completion after its left-hand side in row `origin` (nothing when
+/// that is the start symbol).
+#[derive(Clone, Copy, Debug)]
+struct After {
+    len: u64,
+    pos: u32,
+    origin: RowId,
+}
+
+/// Every completion computed so far for one grammar; lives beside the automaton.
+#[derive(Default)]
+pub(crate) struct Completions {
+    /// Representative byte of every byte class: printable where the class has one.
+    class_bytes: Vec<u8>,
+    /// The classes in the order searches try them: first those whose byte is a token of its
+    /// own, so that where several bytes lead alike the completion takes one it can spell.
+    class_order: Vec<usize>,
+    /// Each terminal's shortest lexeme (`None`: none found).
+    terminals: FxHashMap<u32, Option<Arc<[u8]>>>,
+    /// Shortest derivation length of each nonterminal, and how.
+    nonterminals: Vec<(u64, Derivation)>,
+    /// Whether `nonterminals` has been computed for the grammar's base nonterminals.
+    derived: bool,
+    nonterminal_text: FxHashMap<u32, Arc<[u8]>>,
+    /// Per row: the completion after each nonterminal some item there waits for.
+    after: FxHashMap<RowId, Arc<FxHashMap<u32, After>>>,
+    after_text: FxHashMap<(RowId, u32), Arc<[u8]>>,
+    /// Per state: its completion, `None` where there is none.
+    states: FxHashMap<StateId, Option<Completion>>,
+    /// Bytes held by the texts above, to bound the memory of a long-lived grammar.
+    bytes: usize,
+}
+
+/// Bytes of texts kept before the completions of rows and states are dropped.
+const MAX_KEPT_BYTES: usize = 64 << 20;
+
+impl Completions {
+    /// The shortest completion of `state`, or `None` when no input completes it.
+    pub(crate) fn of_state(
+        &mut self,
+        a: &mut Automaton,
+        index: &TokenIndex,
+        state: StateId,
+    ) -> Result<Option<Completion>, MatchError> {
+        if let Some(known) = self.states.get(&state) {
+            return Ok(known.clone());
+        }
+        if self.bytes > MAX_KEPT_BYTES {
+            self.states.clear();
+            self.after_text.clear();
+            self.bytes = 0;
+        }
+        let bytes = self.bytes_of_state(a, index, state)?;
+        let completion = match bytes {
+            Some(bytes) => tokenize(index, &bytes).map(|tokens| Completion {
+                bytes: bytes.into(),
+                tokens: tokens.into(),
+            }),
+            None => None,
+        };
+        if let Some(c) = &completion {
+            self.bytes += c.bytes.len() + 4 * c.tokens.len();
+        }
+        self.states.insert(state, completion.clone());
+        Ok(completion)
+    }
+
+    /// The fewest bytes that complete `state`.
+    fn bytes_of_state(
+        &mut self,
+        a: &mut Automaton,
+        index: &TokenIndex,
+        state: StateId,
+    ) -> Result<Option<Vec<u8>>, MatchError> {
+        if a.is_accepting(state) {
+            return Ok(Some(Vec::new()));
+        }
+        self.prepare(a, index)?;
+        let mut best: Option<Vec<u8>> = None;
+        for (row, lex) in a.scans(state).to_vec() {
+            let bound = best.as_ref().map_or(NONE, |b| b.len() as u64);
+            if let Some(text) = self.complete_scan(a, row, lex, bound)? {
+                if best.as_ref().is_none_or(|b| text.len() < b.len()) {
+                    best = Some(text);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Computes what does not depend on the input: class bytes, terminals, nonterminals.
+    fn prepare(&mut self, a: &mut Automaton, index: &TokenIndex) -> Result<(), MatchError> {
+        if self.class_bytes.is_empty() {
+            self.class_bytes = class_bytes(a.lexer.byte_classes(), a.classes(), index);
+            let mut order: Vec<usize> = (0..self.class_bytes.len()).collect();
+            order.sort_by_key(|&c| !is_token(index, self.class_bytes[c]));
+            self.class_order = order;
+        }
+        if !self.derived {
+            self.derive_nonterminals(a)?;
+            self.derived = true;
+        }
+        Ok(())
+    }
+
+    /// The fewest bytes that end the lexeme of scan `(row, lex)` and complete what `row`
+    /// expects after it, if fewer than `bound`.
+    fn complete_scan(
+        &mut self,
+        a: &mut Automaton,
+        row: RowId,
+        lex: LexId,
+        bound: u64,
+    ) -> Result<Option<Vec<u8>>, MatchError> {
+        // What completing the row costs after each terminal it expects.
+        let mut tails: FxHashMap<u32, (u64, u32, RowId)> = FxHashMap::default();
+        let expected: Vec<u32> = a.parser.row(row).expected().to_vec();
+        for t in expected {
+            let waiting: Vec<(u32, RowId)> = a.parser.waiting_for_terminal(row, t).collect();
+            for (pos, origin) in waiting {
+                let len = self.item_rest_len(a, pos + 1, origin)?;
+                let known = tails.get(&t).map_or(NONE, |k| k.0);
+                if len < known {
+                    tails.insert(t, (len, pos + 1, origin));
+                }
+            }
+        }
+        let Some(least_tail) = tails.values().map(|t| t.0).min() else {
+            return Ok(None);
+        };
+        let found = self.end_lexeme(&mut a.lexer, lex, &tails, least_tail, bound)?;
+        let Some((path, (_, pos, origin))) = found else {
+            return Ok(None);
+        };
+        let mut text = path;
+        self.item_rest_text(a, pos, origin, &mut text)?;
+        Ok(Some(text))
+    }
+
+    /// A breadth-first search from `lex` (bytes read after it, at least one) for the state
+    /// where ending a terminal plus its tail costs least, below `bound`.
+    #[allow(clippy::type_complexity)]
+    fn end_lexeme(
+        &self,
+        lexer: &mut Lexer,
+        lex: LexId,
+        tails: &FxHashMap<u32, (u64, u32, RowId)>,
+        least_tail: u64,
+        bound: u64,
+    ) -> Result<Option<(Vec<u8>, (u64, u32, RowId))>, MatchError> {
+        let mut parent: FxHashMap<LexId, (LexId, u8)> = FxHashMap::default();
+        let mut queue: VecDeque<(LexId, u64)> = VecDeque::from([(lex, 0)]);
+        let mut best: Option<(u64, LexId, (u64, u32, RowId))> = None;
+        let mut bound = bound;
+        while let Some((state, depth)) = queue.pop_front() {
+            if depth + 1 + least_tail >= bound {
+                break;
+            }
+            for &class in &self.class_order {
+                let next = lexer.next(state, class)?;
+                if next == LEX_DEAD || next == lex || parent.contains_key(&next) {
+                    continue;
+                }
+                parent.insert(next, (state, self.class_bytes[class]));
+                if parent.len() > MAX_SEARCH_STATES {
+                    return Err(MatchError::LimitExceeded {
+                        what: "lexer states searched for a shortest completion",
+                        limit: MAX_SEARCH_STATES,
+                    });
+                }
+                for &t in lexer.accepts(next) {
+                    if let Some(&tail) = tails.get(&t) {
+                        let len = depth + 1 + tail.0;
+                        if len < bound {
+                            bound = len;
+                            best = Some((len, next, tail));
+                        }
+                    }
+                }
+                if lexer.extends(next) {
+                    queue.push_back((next, depth + 1));
+                }
+            }
+        }
+        let Some((_, end, tail)) = best else {
+            return Ok(None);
+        };
+        let mut path = Vec::new();
+        let mut at = end;
+        while at != lex {
+            let (from, byte) = parent[&at];
+            path.push(byte);
+            at = from;
+        }
+        path.reverse();
+        Ok(Some((path, tail)))
+    }
+
+    /// The length of the rest of the item at `pos` (begun in row `origin`) and of what
+    /// completes the input after it.
+    fn item_rest_len(
+        &mut self,
+        a: &mut Automaton,
+        pos: u32,
+        origin: RowId,
+    ) -> Result<u64, MatchError> {
+        let (rest, lhs) = self.suffix_len(&a.parser, pos);
+        if rest == NONE {
+            return Ok(NONE);
+        }
+        if lhs == a.parser.start_nonterminal() {
+            return Ok(rest);
+        }
+        let after = self.after_row(a, origin)?;
+        Ok(after.get(&lhs).map_or(NONE, |x| rest.saturating_add(x.len)))
+    }
+
+    /// Appends the text of [`Completions::item_rest_len`].
+    fn item_rest_text(
+        &mut self,
+        a: &mut Automaton,
+        pos: u32,
+        origin: RowId,
+        out: &mut Vec<u8>,
+    ) -> Result<(), MatchError> {
+        let lhs = self.suffix_text(&a.parser, pos, out);
+        if lhs != a.parser.start_nonterminal() {
+            let text = self.after_text(a, origin, lhs)?;
+            out.extend_from_slice(&text);
+        }
+        Ok(())
+    }
+
+    /// The completion after each nonterminal waited for in `row`.
+    fn after_row(
+        &mut self,
+        a: &mut Automaton,
+        row: RowId,
+    ) -> Result<Arc<FxHashMap<u32, After>>, MatchError> {
+        if let Some(known) = self.after.get(&row) {
+            return Ok(known.clone());
+        }
+        let start = a.parser.start_nonterminal();
+        let mut best: FxHashMap<u32, After> = FxHashMap::default();
+        // Items begun in this row wait on each other: those are relaxed until nothing
+        // changes; the others lead to earlier rows.
+        let mut same_row: Vec<(u32, u64, u32, u32)> = Vec::new();
+        let waited: Vec<u32> = a.parser.waited_nonterminals(row).collect();
+        for &nt in &waited {
+            let items: Vec<(u32, RowId)> = a.parser.waiting_for_nonterminal(row, nt).collect();
+            for (pos, origin) in items {
+                let (rest, lhs) = self.suffix_len(&a.parser, pos + 1);
+                if rest == NONE {
+                    continue;
+                }
+                let len = if lhs == start {
+                    rest
+                } else if origin == row {
+                    same_row.push((nt, rest, lhs, pos + 1));
+                    continue;
+                } else {
+                    let earlier = self.after_row(a, origin)?;
+                    match earlier.get(&lhs) {
+                        Some(x) => rest.saturating_add(x.len),
+                        None => continue,
+                    }
+                };
+                if best.get(&nt).is_none_or(|b| len < b.len) {
+                    best.insert(
+                        nt,
+                        After {
+                            len,
+                            pos: pos + 1,
+                            origin,
+                        },
+                    );
+                }
+            }
+        }
+        loop {
+            let mut changed = false;
+            for &(nt, rest, lhs, pos) in &same_row {
+                let Some(via) = best.get(&lhs) else { continue };
+                let len = rest.saturating_add(via.len);
+                if best.get(&nt).is_none_or(|b| len < b.len) {
+                    best.insert(
+                        nt,
+                        After {
+                            len,
+                            pos,
+                            origin: row,
+                        },
+                    );
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let best = Arc::new(best);
+        self.after.insert(row, best.clone());
+        Ok(best)
+    }
+
+    /// The text of the completion after `nt` waited for in `row`.
+    fn after_text(
+        &mut self,
+        a: &mut Automaton,
+        row: RowId,
+        nt: u32,
+    ) -> Result<Arc<[u8]>, MatchError> {
+        if let Some(t) = self.after_text.get(&(row, nt)) {
+            return Ok(t.clone());
+        }
+        let Some(&via) = self.after_row(a, row)?.get(&nt) else {
+            return Ok(Arc::from(&[][..]));
+        };
+        let mut text = Vec::new();
+        self.item_rest_text(a, via.pos, via.origin, &mut text)?;
+        let text: Arc<[u8]> = text.into();
+        self.bytes += text.len();
+        self.after_text.insert((row, nt), text.clone());
+        Ok(text)
+    }
+
+    /// The shortest length of the symbols from `pos` to the end of their production, and
+    /// the production's left-hand side.
+    fn suffix_len(&mut self, p: &Parser, mut pos: u32) -> (u64, u32) {
+        let mut len = 0u64;
+        loop {
+            let add = match p.sym_at(pos) {
+                SymAt::End => return (len, p.lhs_at(pos)),
+                SymAt::Terminal(t) => self.terminal_len(p, t),
+                SymAt::Nonterminal(nt) => self.nonterminal_len(p, nt),
+            };
+            len = len.saturating_add(add);
+            pos += 1;
+        }
+    }
+
+    /// Appends the shortest text of the symbols from `pos` to the end of their production;
+    /// returns the production's left-hand side.
+    fn suffix_text(&mut self, p: &Parser, mut pos: u32, out: &mut Vec<u8>) -> u32 {
+        loop {
+            match p.sym_at(pos) {
+                SymAt::End => return p.lhs_at(pos),
+                SymAt::Terminal(t) => {
+                    if let Some(Some(text)) = self.terminals.get(&t) {
+                        out.extend_from_slice(text);
+                    }
+                }
+                SymAt::Nonterminal(nt) => {
+                    let text = self.nonterminal_text(p, nt);
+                    out.extend_from_slice(&text);
+                }
+            }
+            pos += 1;
+        }
+    }
+
+    fn terminal_len(&self, p: &Parser, t: u32) -> u64 {
+        if p.terminal_is_nullable(t) {
+            return 0;
+        }
+        match self.terminals.get(&t) {
+            Some(Some(text)) => text.len() as u64,
+            _ => NONE,
+        }
+    }
+
+    /// The shortest derivation length of `nt`; a family nonterminal created after the
+    /// fixpoint (families grow as inputs reach them) is derived from its members then.
+    fn nonterminal_len(&mut self, p: &Parser, nt: u32) -> u64 {
+        let known = self.nonterminals.get(nt as usize).copied();
+        match known {
+            Some((len, Derivation::Unknown)) if p.family_shape(nt).is_none() => return len,
+            Some((len, Derivation::Production(_) | Derivation::Family)) => return len,
+            _ => {}
+        }
+        let len = self.family_len(p, nt);
+        if self.nonterminals.len() <= nt as usize {
+            self.nonterminals
+                .resize(nt as usize + 1, (NONE, Derivation::Unknown));
+        }
+        self.nonterminals[nt as usize] = (len, Derivation::Family);
+        len
+    }
+
+    /// The shortest derivation of a family nonterminal from its members' (see
+    /// [`Completions::family_items`]).
+    fn family_len(&self, p: &Parser, nt: u32) -> u64 {
+        let len_of = |n: u32| self.nonterminals.get(n as usize).map_or(NONE, |x| x.0);
+        match self.family_items(p, nt, &len_of) {
+            Some((items, separators)) => {
+                let sep = p
+                    .family_shape(nt)
+                    .and_then(|f| f.family.separator)
+                    .map_or(0, len_of);
+                items
+                    .iter()
+                    .fold(sep.saturating_mul(separators), |acc, &m| {
+                        acc.saturating_add(len_of(m))
+                    })
+            }
+            None => NONE,
+        }
+    }
+
+    /// The items of a family nonterminal's shortest derivation, in order, and how many
+    /// separators go between (and before, after an earlier item): its required members not
+    /// used yet, or, when none is left but one item is needed, the cheapest single one.
+    fn family_items(
+        &self,
+        p: &Parser,
+        nt: u32,
+        len_of: &dyn Fn(u32) -> u64,
+    ) -> Option<(Vec<u32>, u64)> {
+        let shape = p.family_shape(nt)?;
+        let family = shape.family;
+        let mut items: Vec<u32> = (0..family.members.len())
+            .filter(|&j| shape.is_required(j) && !shape.is_used(j))
+            .map(|j| family.members[j].0)
+            .collect();
+        if items.is_empty() && !shape.started && !family.allow_empty {
+            let cheapest = (0..family.members.len())
+                .filter(|&j| !shape.is_used(j))
+                .map(|j| family.members[j].0)
+                .chain(family.extra)
+                .min_by_key(|&m| len_of(m))?;
+            items.push(cheapest);
+        }
+        if items.len() > 1 && family.separator.is_none() {
+            return None;
+        }
+        let separators = if items.is_empty() {
+            0
+        } else {
+            (items.len() - 1 + usize::from(shape.started)) as u64
+        };
+        if separators > 0 && family.separator.is_none() {
+            return None;
+        }
+        Some((items, separators))
+    }
+
+    /// The shortest text `nt` derives.
+    fn nonterminal_text(&mut self, p: &Parser, nt: u32) -> Arc<[u8]> {
+        if let Some(t) = self.nonterminal_text.get(&nt) {
+            return t.clone();
+        }
+        let _ = self.nonterminal_len(p, nt);
+        let mut text = Vec::new();
+        match self.nonterminals[nt as usize].1 {
+            Derivation::Unknown => {}
+            Derivation::Production(pos) => {
+                self.suffix_text(p, pos, &mut text);
+            }
+            Derivation::Family => {
+                let lens: Vec<u64> = self.nonterminals.iter().map(|x| x.0).collect();
+                let len_of = |n: u32| lens.get(n as usize).copied().unwrap_or(NONE);
+                if let Some((items, _)) = self.family_items(p, nt, &len_of) {
+                    let shape = p.family_shape(nt);
+                    let started = shape.as_ref().is_some_and(|s| s.started);
+                    let separator = shape.and_then(|s| s.family.separator);
+                    for (i, m) in items.into_iter().enumerate() {
+                        if i > 0 || started {
+                            if let Some(sep) = separator {
+                                let s = self.nonterminal_text(p, sep);
+                                text.extend_from_slice(&s);
+                            }
+                        }
+                        let t = self.nonterminal_text(p, m);
+                        text.extend_from_slice(&t);
+                    }
+                }
+            }
+        }
+        let text: Arc<[u8]> = text.into();
+        self.nonterminal_text.insert(nt, text.clone());
+        text
+    }
+
+    /// Shortest lexemes of every terminal, then the shortest derivation of every
+    /// nonterminal, by a fixpoint: a length only ever goes down, and only strictly, so the
+    /// derivations it records never loop.
+    fn derive_nonterminals(&mut self, a: &mut Automaton) -> Result<(), MatchError> {
+        let count = a.parser.nonterminal_count();
+        let mut terminals = Vec::new();
+        for nt in 0..count as u32 {
+            for &first in a.parser.productions_of(nt) {
+                let mut pos = first;
+                loop {
+                    match a.parser.sym_at(pos) {
+                        SymAt::End => break,
+                        SymAt::Terminal(t) => terminals.push(t),
+                        SymAt::Nonterminal(_) => {}
+                    }
+                    pos += 1;
+                }
+            }
+        }
+        terminals.sort_unstable();
+        terminals.dedup();
+        for t in terminals {
+            self.shortest_lexeme(a, t)?;
+        }
+        self.nonterminals = vec![(NONE, Derivation::Unknown); count];
+        loop {
+            let mut changed = false;
+            for nt in 0..count as u32 {
+                let mut best = self.nonterminals[nt as usize];
+                if a.parser.family_shape(nt).is_some() {
+                    let len = self.family_len(&a.parser, nt);
+                    if len < best.0 {
+                        best = (len, Derivation::Family);
+                    }
+                } else {
+                    for &first in a.parser.productions_of(nt) {
+                        let (len, _) = self.suffix_len_fixed(&a.parser, first);
+                        if len < best.0 {
+                            best = (len, Derivation::Production(first));
+                        }
+                    }
+                }
+                if best.0 < self.nonterminals[nt as usize].0 {
+                    if best.0 > MAX_COMPLETION_BYTES {
+                        continue;
+                    }
+                    self.nonterminals[nt as usize] = best;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
+    }
+
+    /// As [`Completions::suffix_len`] during the fixpoint, reading lengths as they stand.
+    fn suffix_len_fixed(&self, p: &Parser, mut pos: u32) -> (u64, u32) {
+        let mut len = 0u64;
+        loop {
+            let add = match p.sym_at(pos) {
+                SymAt::End => return (len, p.lhs_at(pos)),
+                SymAt::Terminal(t) => self.terminal_len(p, t),
+                SymAt::Nonterminal(nt) => self.nonterminals.get(nt as usize).map_or(NONE, |x| x.0),
+            };
+            len = len.saturating_add(add);
+            pos += 1;
+        }
+    }
+
+    /// The shortest lexeme of terminal `t`, by a search from its start state.
+    fn shortest_lexeme(&mut self, a: &mut Automaton, t: u32) -> Result<(), MatchError> {
+        if self.terminals.contains_key(&t) {
+            return Ok(());
+        }
+        if a.parser.terminal_is_nullable(t) {
+            self.terminals.insert(t, Some(Arc::from(&[][..])));
+            return Ok(());
+        }
+        let start = a.lexer.start(&[t])?;
+        let tails = FxHashMap::from_iter([(t, (0u64, 0u32, 0 as RowId))]);
+        let found = self.end_lexeme(&mut a.lexer, start, &tails, 0, NONE)?;
+        self.terminals
+            .insert(t, found.map(|(path, _)| Arc::from(path)));
+        Ok(())
+    }
+}
+
+/// A byte of every class, the first of: space, `a`, `0`, another printable ASCII byte, any;
+/// and among those, one the vocabulary has as a token of its own where the class holds one,
+/// so that the texts made of them can be tokenized (a vocabulary may spell only some
+/// continuation bytes of UTF-8 alone). Texts made of them stay readable and take few tokens.
+fn class_bytes(byte_class: &[u8; 256], classes: usize, index: &TokenIndex) -> Vec<u8> {
+    let mut rep: Vec<Option<u8>> = vec![None; classes];
+    let preferred = || {
+        [b' ', b'a', b'0']
+            .into_iter()
+            .chain(0x21..0x7f)
+            .chain(0..=255u8)
+    };
+    for b in preferred()
+        .filter(|&b| is_token(index, b))
+        .chain(preferred())
+    {
+        let class = byte_class[b as usize] as usize;
+        if rep[class].is_none() {
+            rep[class] = Some(b);
+        }
+    }
+    rep.into_iter().map(|b| b.unwrap_or(0)).collect()
+}
+
+/// Whether the vocabulary has `byte` alone as a token.
+fn is_token(index: &TokenIndex, byte: u8) -> bool {
+    index
+        .child(0, byte)
+        .is_some_and(|node| !index.tokens_of(node).is_empty())
+}
+
+/// `text` as the longest vocabulary token at each position, or `None` where no token
+/// spells the next byte.
+fn tokenize(index: &TokenIndex, text: &[u8]) -> Option<Vec<u32>> {
+    let mut tokens = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let mut node = 0usize;
+        let mut best: Option<(usize, u32)> = None;
+        for (i, &b) in text[at..].iter().enumerate() {
+            match index.child(node, b) {
+                Some(child) => {
+                    node = child;
+                    if let Some(&t) = index.tokens_of(node).first() {
+                        best = Some((i + 1, t));
+                    }
+                }
+                None => break,
+            }
+        }
+        let (len, token) = best?;
+        tokens.push(token);
+        at += len;
+    }
+    Some(tokens)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,190 @@
+//! Token budgets: every output ends complete within its budget, under logits that always prefer
+//! to go on; with an ample budget the masks are the unbudgeted ones; a budget below the
+//! shortest completion is refused at once.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use constrain_engine::{CompiledGrammar, Grammar, MatchError, Matcher};
+use constrain_vocab::{TokenKind, Vocabulary};
+
+fn allowed(mask: &[u32], width: usize) -> Vec<u32> {
+    (0..width as u32)
+        .filter(|&t| mask[(t / 32) as usize] >> (t % 32) & 1 == 1)
+        .collect()
+}
+
+/// How an adversary picks among the allowed tokens: never the end while anything else is
+/// allowed.
+#[derive(Clone, Copy, Debug)]
+enum Adversary {
+    /// The token with the most bytes.
+    Longest,
+    /// A token opening a bracket or a quote, else the longest.
+    Opening,
+    /// A token with a digit, else the longest.
+    Digits,
+}
+
+impl Adversary {
+    fn pick(self, vocab: &Vocabulary, tokens: &[u32]) -> Option<u32> {
+        let text: Vec<u32> = tokens
+            .iter()
+            .copied()
+            .filter(|&t| vocab.kind(t) != Some(TokenKind::EndOfSequence))
+            .collect();
+        let len = |t: &u32| vocab.token_bytes(*t).map_or(0, <[u8]>::len);
+        let has = |t: &u32, f: &dyn Fn(u8) -> bool| {
+            vocab
+                .token_bytes(*t)
+                .is_some_and(|b| b.iter().any(|&c| f(c)))
+        };
+        let preferred: Vec<u32> = match self {
+            Adversary::Longest => Vec::new(),
+            Adversary::Opening => text
+                .iter()
+                .copied()
+                .filter(|t| has(t, &|c| matches!(c, b'{' | b'[' | b'(' | b'"')))
+                .collect(),
+            Adversary::Digits => text
+                .iter()
+                .copied()
+                .filter(|t| has(t, &|c| c.is_ascii_digit()))
+                .collect(),
+        };
+        let pool = if preferred.is_empty() {
+            &text
+        } else {
+            &preferred
+        };
+        pool.iter().copied().max_by_key(len)
+    }
+}
+
+/// Runs `grammar` under every budget from its minimum to the minimum + 20 with each
+/// adversary: the output must end accepting within the budget.
+fn check_budgets(name: &str, grammar: &Grammar, vocab: &Arc<Vocabulary>) {
+    let compiled = compile(grammar, vocab);
+    let needed = Matcher::new(compiled.clone())
+        .shortest_completion()
+        .expect("within limits")
+        .expect("a completion")
+        .tokens
+        .len();
+    assert_eq!(
+        Matcher::with_token_budget(compiled.clone(), needed.saturating_sub(1)).err(),
+        (needed > 0).then_some(MatchError::BudgetTooSmall {
+            needed,
+            budget: needed - 1
+        }),
+        "{name}: a budget below the minimum is refused"
+    );
+    let width = vocab.logits_width();
+    for budget in needed..=needed + 20 {
+        for adversary in [Adversary::Longest, Adversary::Opening, Adversary::Digits] {
+            let mut m = Matcher::with_token_budget(compiled.clone(), budget).expect("fits");
+            let mut mask = vec![0u32; compiled.mask_words()];
+            let mut text = Vec::new();
+            loop {
+                if m.is_finished() {
+                    break;
+                }
+                m.fill_mask(&mut mask).expect("mask");
+                let tokens = allowed(&mask, width);
+                assert!(
+                    !tokens.is_empty(),
+                    "{name}, budget {budget}, {adversary:?}: no token allowed after {:?}",
+                    String::from_utf8_lossy(&text)
+                );
+                let Some(token) = adversary.pick(vocab, &tokens) else {
+                    break; // only the end is allowed
+                };
+                m.accept_token(token).expect("an allowed token is accepted");
+                text.extend_from_slice(vocab.token_bytes(token).unwrap_or_default());
+            }
+            assert!(
+                m.tokens_used() <= budget,
+                "{name}, budget {budget}: {} tokens",
+                m.tokens_used()
+            );
+            assert!(
+                accepts(&compiled, &text),
+                "{name}, budget {budget}, {adversary:?}: incomplete {:?}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
+}
+
+fn grammars() -> Vec<(&'static str, Grammar)> {
+    vec![
+        ("json", json_grammar()),
+        ("arithmetic", arithmetic_grammar()),
+        ("record", record_grammar()),
+        ("record in any order", unordered_record_grammar()),
+        ("two records", two_records_grammar()),
+        ("counted string", counted_string_graph_grammar(3, 40, "\"")),
+        ("words", words_graph_grammar()),
+    ]
+}
+
+#[test]
+fn outputs_end_complete_within_every_budget() {
+    for vocab in [byte_vocab(), word_vocab()] {
+        for (name, grammar) in grammars() {
+            check_budgets(name, &grammar, &vocab);
+        }
+    }
+}
+
+#[test]
+fn an_ample_budget_leaves_masks_unchanged() {
+    let vocab = word_vocab();
+    let width = vocab.logits_width();
+    for (name, grammar) in grammars() {
+        let compiled: Arc<CompiledGrammar> = compile(&grammar, &vocab);
+        let mut free = Matcher::new(compiled.clone());
+        let mut bounded = Matcher::with_token_budget(compiled.clone(), 100_000).expect("fits");
+        let (mut a, mut b) = (
+            vec![0u32; compiled.mask_words()],
+            vec![0u32; compiled.mask_words()],
+        );
+        for step in 0..60 {
+            free.fill_mask(&mut a).expect("mask");
+            bounded.fill_mask(&mut b).expect("mask");
+            assert_eq!(a, b, "{name}: masks differ at step {step}");
+            let tokens: Vec<u32> = allowed(&a, width)
+                .into_iter()
+                .filter(|&t| vocab.kind(t) == Some(TokenKind::Text))
+                .collect();
+            let Some(&token) = tokens.get(step * 7 % tokens.len().max(1)) else {
+                break;
+            };
+            free.accept_token(token).expect("allowed");
+            bounded.accept_token(token).expect("allowed");
+        }
+        assert_eq!(bounded.budget_constrained_steps(), 0, "{name}");
+    }
+}
+
+#[test]
+fn rollback_restores_the_budget() {
+    let vocab = byte_vocab();
+    let compiled = compile(&record_grammar(), &vocab);
+    let mut m = Matcher::new(compiled);
+    m.accept_bytes(b"{\"name\": \"").expect("valid");
+    let rest = m.shortest_completion().unwrap().unwrap().tokens.len();
+    m.set_token_budget(Some(rest + 3)).expect("fits");
+    for &b in b"abc" {
+        m.accept_token(u32::from(b)).expect("allowed");
+    }
+    assert_eq!(m.tokens_left(), Some(rest));
+    // Three tokens spent inside the name: only the way out fits now, not a fourth letter.
+    assert!(!m.is_token_allowed(u32::from(b'd')).unwrap());
+    assert!(m.is_token_allowed(u32::from(b'"')).unwrap());
+    m.rollback(2).unwrap();
+    assert_eq!(m.tokens_left(), Some(rest + 2));
+    assert!(m.is_token_allowed(u32::from(b'd')).unwrap());
+}
