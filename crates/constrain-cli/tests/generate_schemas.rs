@@ -1,5 +1,7 @@
-//! Every schema of `schemas/`, with the real model: greedy and five seeds at temperature 1.0
-//! all exit 0 with JSON that the `jsonschema` validator accepts, its strings spelled canonically.
+//! Every schema of `schemas/`, with the real model: greedy and five seeds at temperature 1.0,
+//! within budgets of 48 and 128 tokens, all exit 0 with JSON that the `jsonschema` validator
+//! accepts, its strings spelled canonically; the same runs cut off at 48 tokens
+//! (`--truncate`) leave some incomplete.
 
 #![cfg(feature = "llama")]
 
@@ -21,24 +23,64 @@ fn check_schema(file: &str) {
     let schema_arg = format!("schemas/{file}");
 
     let mut failures = Vec::new();
-    for (label, sampling) in sampling_cases() {
-        let sampling: Vec<&str> = sampling.iter().map(String::as_str).collect();
-        let args = generation_args(&["--schema", &schema_arg], &prompt, "160", &sampling);
-        let run = constrain(&args, None);
-        let outcome = match run.code {
-            Some(0) => complete(&run)
-                .and_then(|()| json_validates(&validator, &run.stdout))
-                .and_then(|()| canonical_escapes(&run.stdout)),
-            code => Err(format!("exit {code:?}: {}", run.stderr)),
-        };
-        if let Err(why) = outcome {
-            failures.push(format!(
-                "{label}: {why}\n  output: {:?}",
-                String::from_utf8_lossy(&run.stdout)
-            ));
+    for max_tokens in BUDGETS {
+        for (label, sampling) in sampling_cases() {
+            let label = format!("{label}, --max-tokens {max_tokens}");
+            let sampling: Vec<&str> = sampling.iter().map(String::as_str).collect();
+            let args = generation_args(&["--schema", &schema_arg], &prompt, max_tokens, &sampling);
+            let run = constrain(&args, None);
+            let outcome = match run.code {
+                Some(0) => complete(&run)
+                    .and_then(|()| json_validates(&validator, &run.stdout))
+                    .and_then(|()| canonical_escapes(&run.stdout)),
+                code => Err(format!("exit {code:?}: {}", run.stderr)),
+            };
+            if let Err(why) = outcome {
+                failures.push(format!(
+                    "{label}: {why}\n  output: {:?}",
+                    String::from_utf8_lossy(&run.stdout)
+                ));
+            }
         }
     }
     assert!(failures.is_empty(), "{file}:\n{}", failures.join("\n"));
+}
+
+/// The token budgets every schema is generated within.
+const BUDGETS: [&str; 2] = ["48", "128"];
+
+/// Without the budget (`--truncate`), runs of 48 tokens are cut off: what the budget
+/// completes, plain truncation leaves invalid.
+#[test]
+fn truncation_leaves_outputs_the_budget_completes_cut_off() {
+    if !model_available("truncation_leaves_outputs_the_budget_completes_cut_off") {
+        return;
+    }
+    let mut cut_off = Vec::new();
+    for file in ["signup_form.json", "tree.json", "sensor_readings.json"] {
+        let schema = read_schema(file);
+        let prompt = schema_prompt(&schema);
+        let schema_arg = format!("schemas/{file}");
+        for (label, sampling) in sampling_cases() {
+            let mut sampling: Vec<&str> = sampling.iter().map(String::as_str).collect();
+            sampling.push("--truncate");
+            let args = generation_args(&["--schema", &schema_arg], &prompt, "48", &sampling);
+            let run = constrain(&args, None);
+            match run.code {
+                Some(0) => {}
+                Some(1) => {
+                    assert!(run.stderr.contains("incomplete"), "{}", run.stderr);
+                    cut_off.push(format!("{file}, {label}"));
+                }
+                code => panic!("{file}, {label}: exit {code:?}: {}", run.stderr),
+            }
+        }
+    }
+    assert!(
+        !cut_off.is_empty(),
+        "no run of 48 tokens was cut off: the budget test proves nothing"
+    );
+    eprintln!("cut off without the budget: {}", cut_off.join("; "));
 }
 
 #[test]

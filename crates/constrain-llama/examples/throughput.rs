@@ -249,6 +249,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 sampling: sampling.clone(),
                 seed,
                 max_tokens: settings.max_tokens,
+                truncate: false,
                 fast_forward,
             };
             let free = session.generate(request(None, true), &mut sink)?;

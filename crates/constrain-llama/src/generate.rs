@@ -29,8 +29,18 @@ pub struct Request<'a> {
     pub sampling: SamplerConfig,
     /// Seed of the draw: the same seed, prompt and settings give the same output.
     pub seed: u64,
-    /// Most tokens to generate, sampled and forced together.
+    /// Most tokens to generate, sampled and forced together (the end token not counted).
+    ///
+    /// With a constraint it is a budget the output completes within (see
+    /// [`Matcher::set_token_budget`]): as it runs out, the mask narrows to tokens that close
+    /// the output in time, so the output is complete and valid when it ends. The context's room
+    /// bounds it too. Generation fails at once, before any token, with
+    /// [`MatchError::BudgetTooSmall`](constrain_engine::MatchError::BudgetTooSmall) when the
+    /// constraint needs more tokens than that.
     pub max_tokens: usize,
+    /// Cut the output off at `max_tokens` instead of completing it within them: the engines
+    /// of this field do that, and a cut-off constrained output is a prefix of a valid one.
+    pub truncate: bool,
     /// Append the tokens the grammar forces without sampling them, evaluated in one batch with
     /// the token before them. Off, every token is drawn from the masked logits, forced text
     /// included: the model picks its own tokenization of it, one evaluation per token.
@@ -74,6 +84,11 @@ impl Session<'_> {
         let vocabulary = self.model.vocabulary().clone();
         let mut sampler = TokenSampler::new(&request.sampling, request.seed, request.prompt)?;
         let mut matcher = request.constraint;
+        if let Some(m) = matcher.as_mut().filter(|_| !request.truncate) {
+            // The output must also complete within the context.
+            let room = ctx_size - request.prompt.len();
+            m.set_token_budget(Some(request.max_tokens.min(room)))?;
+        }
         let mut mask = matcher
             .as_ref()
             .map(|m| vec![0u32; m.grammar().mask_words()]);
@@ -103,6 +118,10 @@ impl Session<'_> {
             if let Some(m) = matcher.as_mut() {
                 if m.is_finished() {
                     break StopReason::GrammarFinished;
+                }
+                if m.tokens_left() == Some(0) {
+                    // The budget ends the output, complete.
+                    break StopReason::BudgetComplete;
                 }
                 let fast_forward = if request.fast_forward {
                     m.forced_tokens()?
@@ -163,7 +182,9 @@ impl Session<'_> {
         };
 
         let decode_s = start.elapsed().as_secs_f64();
+        let budget_constrained_tokens = matcher.as_ref().map(Matcher::budget_constrained_steps);
         let stats = Stats {
+            budget_constrained_tokens,
             sampled_tokens: sampled,
             forced_tokens: forced,
             prompt_tokens: request.prompt.len(),

@@ -117,6 +117,7 @@ impl Session<'_> {
         let decode_s = start.elapsed().as_secs_f64();
         let sampled = tokens.len();
         let stats = Stats {
+            budget_constrained_tokens: None,
             sampled_tokens: sampled,
             forced_tokens: 0,
             prompt_tokens: prompt.len(),

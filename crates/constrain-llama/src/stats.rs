@@ -12,6 +12,9 @@ pub enum StopReason {
     GrammarFinished,
     /// The model chose an end-of-generation token (that the grammar allowed, if any).
     EndOfSequence,
+    /// The token budget ran out on a complete output: the constraint's mask narrowed to
+    /// tokens that closed it in time.
+    BudgetComplete,
     /// The token limit was reached: the output may be incomplete.
     MaxTokens,
     /// The context is full: the output may be incomplete.
@@ -23,7 +26,7 @@ impl StopReason {
     pub fn is_complete(self) -> bool {
         matches!(
             self,
-            StopReason::GrammarFinished | StopReason::EndOfSequence
+            StopReason::GrammarFinished | StopReason::EndOfSequence | StopReason::BudgetComplete
         )
     }
 }
@@ -34,6 +37,9 @@ impl StopReason {
 /// of it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stats {
+    /// Steps whose mask the token budget narrowed so the output would complete in time
+    /// (`None` without a constraint).
+    pub budget_constrained_tokens: Option<usize>,
     /// Tokens chosen by the sampler.
     pub sampled_tokens: usize,
     /// Tokens the grammar forced, appended without sampling.
@@ -93,6 +99,7 @@ mod tests {
     #[test]
     fn stats_line_has_exactly_the_documented_keys() {
         let stats = Stats {
+            budget_constrained_tokens: Some(1),
             sampled_tokens: 3,
             forced_tokens: 2,
             prompt_tokens: 7,
@@ -115,6 +122,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "budget_constrained_tokens",
                 "sampled_tokens",
                 "forced_tokens",
                 "prompt_tokens",

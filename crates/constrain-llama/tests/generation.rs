@@ -34,6 +34,7 @@ fn run(
                 sampling,
                 seed,
                 max_tokens,
+                truncate: false,
                 fast_forward,
             },
             &mut |bytes: &[u8]| {
@@ -165,6 +166,7 @@ fn a_prompt_longer_than_the_context_is_an_error() {
         sampling: SamplerConfig::greedy(),
         seed: 0,
         max_tokens: 4,
+        truncate: false,
         fast_forward: true,
     };
     let err = session

@@ -64,8 +64,8 @@ pub use constraint::{Constraint, Error};
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
 
 pub use constrain_engine::{
-    fill_masks, CompiledGrammar, Expr, Grammar, GrammarBuilder, GrammarError, Limits, MatchError,
-    Matcher, TokenIndex,
+    fill_masks, CompiledGrammar, Completion, Expr, Grammar, GrammarBuilder, GrammarError, Limits,
+    MatchError, Matcher, TokenIndex,
 };
 pub use constrain_gbnf::GbnfError;
 pub use constrain_jsonschema::{Escapes, Options as SchemaOptions, SchemaError};

@@ -25,9 +25,11 @@ pub struct ConstrainedSampler {
 /// Why [`ConstrainedSampler::generate`] stopped.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StopReason {
-    /// The output is complete and nothing else could follow, or an end token was drawn.
+    /// The output is complete: nothing else could follow, an end token was drawn, or the
+    /// token budget ran out on a complete output.
     Complete,
-    /// The token budget ran out before the output was complete.
+    /// The token limit ran out before the output was complete (only with
+    /// [`generate_truncated`](ConstrainedSampler::generate_truncated)).
     MaxTokens,
 }
 
@@ -67,6 +69,12 @@ impl ConstrainedSampler {
         self
     }
 
+    /// Bounds the whole output to `max_tokens` tokens, which it then completes within (see
+    /// [`Matcher::set_token_budget`]); `None` lifts the bound.
+    pub fn set_token_budget(&mut self, max_tokens: Option<usize>) -> Result<(), Error> {
+        Ok(self.matcher.set_token_budget(max_tokens)?)
+    }
+
     /// The matcher (for masks, rollback, state queries).
     pub fn matcher(&self) -> &Matcher {
         &self.matcher
@@ -104,8 +112,32 @@ impl ConstrainedSampler {
         self.matcher.is_finished()
     }
 
-    /// Runs a whole generation with `model` (tokens so far -> logits), up to `max_tokens`.
+    /// Runs a whole generation with `model` (tokens so far -> logits) that ends complete
+    /// within `max_tokens` tokens: `max_tokens` is the matcher's token budget (see
+    /// [`Matcher::set_token_budget`]), so near its end the mask narrows to tokens that close
+    /// the output in time. Fails at once when the constraint needs more tokens than that.
     pub fn generate(
+        &mut self,
+        model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
+        max_tokens: usize,
+    ) -> Result<Generation, Error> {
+        self.set_token_budget(Some(max_tokens))?;
+        self.run(model, max_tokens)
+    }
+
+    /// As [`generate`](Self::generate), but cut off at `max_tokens` wherever the output is
+    /// then (a prefix of a valid one; [`StopReason::MaxTokens`] says so): what the engines of
+    /// this field do.
+    pub fn generate_truncated(
+        &mut self,
+        model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
+        max_tokens: usize,
+    ) -> Result<Generation, Error> {
+        self.set_token_budget(None)?;
+        self.run(model, max_tokens)
+    }
+
+    fn run(
         &mut self,
         model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
         max_tokens: usize,
@@ -137,7 +169,10 @@ impl ConstrainedSampler {
             }
             tokens.push(token);
         }
-        if stop == StopReason::MaxTokens && self.matcher.is_finished() {
+        if stop == StopReason::MaxTokens
+            && (self.matcher.is_finished()
+                || (self.matcher.is_accepting() && self.matcher.tokens_left() == Some(0)))
+        {
             stop = StopReason::Complete;
         }
         let bytes = tokens

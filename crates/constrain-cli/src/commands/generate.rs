@@ -27,6 +27,10 @@ Exit status: 0 = the output is complete (and valid, with a constraint); 1 = the 
 off by --max-tokens or the context size; 2 = error (bad schema or grammar, missing model, ...).";
 
 /// Arguments of generation (the command without a subcommand).
+/// Default of `--max-untyped-depth`: room for a value of a few levels (a list of records),
+/// not for a model's runaway nesting.
+pub const DEFAULT_UNTYPED_DEPTH: u32 = 3;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The prompt; `-` reads it from stdin.
@@ -78,6 +82,17 @@ pub struct Args {
         help_heading = "Constraint"
     )]
     pub escapes: EscapesArg,
+    /// With --schema or --json: the deepest nesting of arrays and objects generated inside a
+    /// value the schema does not describe (`{}`, `true`, an untyped `additionalProperties`).
+    /// Any value is valid there, so a shallower one still is: the bound only keeps a model
+    /// from nesting `{"data": {"data": ...` until its tokens run out.
+    #[arg(
+        long,
+        value_name = "DEPTH",
+        default_value_t = DEFAULT_UNTYPED_DEPTH,
+        help_heading = "Constraint"
+    )]
+    pub max_untyped_depth: u32,
     /// With --schema: a schema document its `$ref`s may name by URI (repeatable; nothing is
     /// ever fetched).
     #[arg(
@@ -99,9 +114,15 @@ pub struct Args {
     /// Wrap the prompt in the model's chat template (one user turn, then the model's turn).
     #[arg(long, help_heading = "Model")]
     pub chat: bool,
-    /// Most tokens to generate (sampled and forced); reaching it leaves the output incomplete.
+    /// Most tokens to generate (sampled and forced). With a constraint it is a budget the
+    /// output completes within: near its end the mask narrows to tokens that close the output
+    /// in time, so it ends complete and valid (see --truncate).
     #[arg(long, value_name = "N", default_value_t = 256, help_heading = "Model")]
     pub max_tokens: usize,
+    /// Cut a constrained output off at --max-tokens instead of completing it within them (the
+    /// output is then a prefix of a valid one, and the exit status 1).
+    #[arg(long, help_heading = "Constraint")]
+    pub truncate: bool,
     /// Threads for evaluation [default: all cores].
     #[arg(long, value_name = "N", help_heading = "Model")]
     pub threads: Option<u32>,

@@ -79,6 +79,7 @@ fn schema_options(args: &Args) -> constrain_jsonschema::Options {
         separators: Some(constrain_jsonschema::Separators::python()),
         property_order: args.property_order.into(),
         escapes: args.escapes.into(),
+        max_untyped_depth: args.max_untyped_depth,
         ..constrain_jsonschema::Options::default()
     }
 }

@@ -63,6 +63,7 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         sampling,
         seed,
         max_tokens: args.max_tokens,
+        truncate: args.truncate,
         fast_forward: !args.no_fast_forward,
     };
     // Stdout holds the generated text only, written as each token is chosen.
@@ -111,7 +112,9 @@ fn incomplete_reason(reason: StopReason, args: &Args) -> String {
                 args.ctx_size
             )
         }
-        StopReason::GrammarFinished | StopReason::EndOfSequence => "it ended".into(),
+        StopReason::GrammarFinished | StopReason::EndOfSequence | StopReason::BudgetComplete => {
+            "it ended".into()
+        }
     }
 }
 
