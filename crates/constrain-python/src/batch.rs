@@ -34,10 +34,21 @@ pub fn allocate_token_bitmask<'py>(
 #[pyo3(signature = (matchers, bitmask, indices = None))]
 pub fn fill_next_token_bitmasks(
     py: Python<'_>,
-    mut matchers: Vec<PyRefMut<'_, PyMatcher>>,
+    matchers: Vec<Bound<'_, PyMatcher>>,
     bitmask: &Bound<'_, PyAny>,
     indices: Option<Vec<i64>>,
 ) -> PyResult<()> {
+    let mut matchers = matchers
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            m.try_borrow_mut().map_err(|_| {
+                PyValueError::new_err(format!(
+                    "matchers[{i}] is already in use (the same Matcher given twice?)"
+                ))
+            })
+        })
+        .collect::<PyResult<Vec<PyRefMut<'_, PyMatcher>>>>()?;
     let mut rows = Rows::<i32>::borrow(bitmask, "bitmask", "int32")?;
     let (count, width) = (rows.rows, rows.width);
     let wanted = indices.as_ref().map_or(matchers.len(), Vec::len);
@@ -67,9 +78,7 @@ pub fn fill_next_token_bitmasks(
     });
     match failed {
         None => Ok(()),
-        Some((i, e)) => Err(crate::errors::MatchError::new_err(format!(
-            "matchers[{i}]: {e}"
-        ))),
+        Some((i, e)) => Err(e.into_py(&format!("matchers[{i}]: "))),
     }
 }
 

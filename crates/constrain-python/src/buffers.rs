@@ -3,7 +3,7 @@
 //! sequence), from NumPy arrays or CPU PyTorch tensors (through their NumPy view, which shares
 //! the tensor's memory).
 
-use numpy::{Element, PyReadwriteArrayDyn, PyUntypedArrayMethods};
+use numpy::{Element, PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -43,14 +43,18 @@ impl<'py, T: Element> Rows<'py, T> {
     /// Borrows `obj` (see [`as_numpy`]) for writing; `what` names it in errors.
     pub fn borrow(obj: &Bound<'py, PyAny>, what: &str, dtype: &str) -> PyResult<Rows<'py, T>> {
         let array = as_numpy(obj, what)?;
-        let array: PyReadwriteArrayDyn<'py, T> = array.extract().map_err(|_| {
+        let typed = array.cast::<PyArrayDyn<T>>().map_err(|_| {
             let actual = array
                 .getattr("dtype")
                 .map(|d| d.to_string())
                 .unwrap_or_else(|_| "?".into());
             PyTypeError::new_err(format!(
-                "{what} must be a writable {dtype} array, not one of dtype {actual} (or a \
-                 read-only one)"
+                "{what} must be a {dtype} array, not one of dtype {actual}"
+            ))
+        })?;
+        let array = typed.try_readwrite().map_err(|e| {
+            PyTypeError::new_err(format!(
+                "{what} must be a writable array that no other call is using ({e})"
             ))
         })?;
         let (rows, width) = match *array.shape() {

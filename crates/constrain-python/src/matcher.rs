@@ -17,19 +17,39 @@ pub struct PyMatcher {
     pub inner: Matcher,
 }
 
+/// Why a bitmask row could not be filled.
+pub enum FillError {
+    /// The row has fewer words than the vocabulary needs (the caller's mistake).
+    RowTooNarrow(String),
+    /// The engine could not compute the mask (a run-time budget).
+    Engine(EngineMatchError),
+}
+
+impl FillError {
+    /// The Python exception, with `context` (which matcher) before the message.
+    pub fn into_py(self, context: &str) -> PyErr {
+        match self {
+            FillError::RowTooNarrow(message) => {
+                PyValueError::new_err(format!("{context}{message}"))
+            }
+            FillError::Engine(e) => crate::errors::MatchError::new_err(format!("{context}{e}")),
+        }
+    }
+}
+
 /// Writes `matcher`'s mask into `row`: the first words, then zeros (padding ids, never
 /// allowed) when the row is wider than the vocabulary's logits.
-pub fn fill_row(matcher: &mut Matcher, row: &mut [u32]) -> Result<(), String> {
+pub fn fill_row(matcher: &mut Matcher, row: &mut [u32]) -> Result<(), FillError> {
     let needed = matcher.grammar().mask_words();
     if row.len() < needed {
-        return Err(format!(
+        return Err(FillError::RowTooNarrow(format!(
             "bitmask rows have {} words; this grammar's vocabulary needs {needed} \
              (ceil(width / 32))",
             row.len()
-        ));
+        )));
     }
     let (mask, padding) = row.split_at_mut(needed);
-    matcher.fill_mask(mask).map_err(|e| e.to_string())?;
+    matcher.fill_mask(mask).map_err(FillError::Engine)?;
     padding.fill(0);
     Ok(())
 }
@@ -68,7 +88,7 @@ impl PyMatcher {
         let row = &mut data[row * width..(row + 1) * width];
         let matcher = &mut self.inner;
         py.detach(|| fill_row(matcher, row))
-            .map_err(crate::errors::MatchError::new_err)
+            .map_err(|e| e.into_py(""))
     }
 
     /// Accepts token ``token_id`` if the grammar allows it (``True``); otherwise returns
