@@ -3,8 +3,9 @@
 //! request names. The Python suite walks the same sequence through the bindings and compares.
 //!
 //! Request: `{"tokenizer": PATH, "kind": "json_schema"|"regex"|"gbnf"|"any_json",
-//! "source": TEXT, "tokens": [ids], "out": PATH}`. One line of output per request: `ok` or
-//! the error.
+//! "source": TEXT, "tokens": [ids], "out": PATH}`, and optionally `"time_fills": N` to time N
+//! mask fills at the last state (the per-call cost the Python benchmark compares with). One line
+//! of output per request: `ok` (then the nanoseconds per timed fill, if asked), or the error.
 
 #![forbid(unsafe_code)]
 
@@ -24,7 +25,8 @@ fn main() -> anyhow::Result<()> {
             continue;
         }
         match run(&line) {
-            Ok(()) => writeln!(stdout, "ok")?,
+            Ok(None) => writeln!(stdout, "ok")?,
+            Ok(Some(ns)) => writeln!(stdout, "ok {ns:.1}")?,
             Err(e) => writeln!(stdout, "error: {e:#}")?,
         }
         stdout.flush()?;
@@ -38,7 +40,8 @@ fn field<'a>(request: &'a Value, name: &str) -> anyhow::Result<&'a str> {
         .with_context(|| format!("the request has no string {name:?}"))
 }
 
-fn run(line: &str) -> anyhow::Result<()> {
+/// Replays one request; the nanoseconds per timed fill, if the request asks for timing.
+fn run(line: &str) -> anyhow::Result<Option<f64>> {
     let request: Value = serde_json::from_str(line).context("the request is not JSON")?;
     let tokenizer = Tokenizer::from_file(field(&request, "tokenizer")?)?;
     let source = field(&request, "source")?;
@@ -68,5 +71,14 @@ fn run(line: &str) -> anyhow::Result<()> {
     matcher.fill_mask(&mut mask)?;
     out.extend(mask.iter().flat_map(|w| w.to_le_bytes()));
     std::fs::write(field(&request, "out")?, out)?;
-    Ok(())
+    let Some(fills) = request["time_fills"].as_u64() else {
+        return Ok(None);
+    };
+    let start = std::time::Instant::now();
+    for _ in 0..fills {
+        matcher.fill_mask(std::hint::black_box(&mut mask))?;
+    }
+    Ok(Some(
+        start.elapsed().as_nanos() as f64 / fills.max(1) as f64,
+    ))
 }
