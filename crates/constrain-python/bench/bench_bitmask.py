@@ -40,6 +40,13 @@ def allowed(row: np.ndarray, width: int) -> np.ndarray:
     return np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:width])
 
 
+def pick_text_token(row: np.ndarray, width: int, rng: random.Random):
+    """A random allowed token below llama3_1's special tokens, or None."""
+    ids = allowed(row, width)
+    ids = ids[ids < 128000]
+    return int(ids[rng.randrange(len(ids))]) if len(ids) else None
+
+
 def load_schemas(shared: Path, count: int) -> list[str]:
     files = sorted((shared / "data" / "maskbench-dev").glob("*.json"))
     random.Random(0).shuffle(files)
@@ -97,11 +104,9 @@ class Ours(Engine):
         for i, m in enumerate(self.matchers):
             if m.is_terminated():
                 continue
-            ids = [t for t in allowed(self.bitmask[i], self.vocab.width).tolist() if t < 128000]
-            if ids:
-                m.accept_token(rng.choice(ids))
-            else:
-                m.accept_token(self.vocab.eos_ids[0])
+            token = pick_text_token(self.bitmask[i], self.vocab.width, rng)
+            if token is not None:  # a complete document stays where only the end is allowed
+                m.accept_token(token)
         return True
 
 
@@ -137,8 +142,9 @@ class XGrammar(Engine):
         for i, m in enumerate(self.matchers):
             if m.is_terminated():
                 continue
-            ids = [t for t in allowed(rows[i], self.width).tolist() if t < 128000]
-            m.accept_token(rng.choice(ids) if ids else 128009)
+            token = pick_text_token(rows[i], self.width, rng)
+            if token is not None:
+                m.accept_token(token)
         return True
 
 
@@ -176,8 +182,9 @@ class LLGuidance(Engine):
         for i, m in enumerate(self.matchers):
             if m.is_stopped():
                 continue
-            ids = [t for t in allowed(self.bitmask[i], self.width).tolist() if t < 128000]
-            m.consume_token(rng.choice(ids) if ids else 128009)
+            token = pick_text_token(self.bitmask[i], self.width, rng)
+            if token is not None:
+                m.consume_token(token)
         return True
 
 
