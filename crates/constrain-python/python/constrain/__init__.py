@@ -1,0 +1,125 @@
+"""Grammar-constrained decoding with the API of XGrammar and llguidance.
+
+Compile a JSON Schema, regular expression or GBNF grammar for a tokenizer's vocabulary, then per
+sequence let a :class:`Matcher` write the allowed tokens into a bitmask and mask the logits::
+
+    import constrain
+    vocab = constrain.Vocabulary.from_tokenizer_json("tokenizer.json")
+    compiled = constrain.compile_json_schema({"type": "object"}, vocab)
+    matcher = constrain.Matcher(compiled)
+    bitmask = constrain.allocate_token_bitmask(1, vocab.width)
+    matcher.fill_next_token_bitmask(bitmask)
+    constrain.apply_token_bitmask_inplace(logits, bitmask)   # logits: (1, width)
+    ...
+    matcher.accept_token(token)
+
+Bitmasks are ``int32`` arrays of shape ``(batch, ceil(width / 32))``; bit ``j % 32`` of word
+``j // 32`` is set when token ``j`` is allowed, the layout XGrammar and llguidance use.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ._native import (
+    CompiledGrammar,
+    CompileError,
+    Matcher,
+    MatchError,
+    Sampler,
+    Vocabulary,
+    VocabularyError,
+    allocate_token_bitmask,
+    compile_any_json,
+    compile_gbnf,
+    compile_json_schema,
+    compile_regex,
+    fill_next_token_bitmasks,
+)
+from . import _native
+from ._huggingface import vocabulary_from_huggingface as _vocabulary_from_huggingface
+
+__all__ = [
+    "CompileError",
+    "CompiledGrammar",
+    "MatchError",
+    "Matcher",
+    "Sampler",
+    "Vocabulary",
+    "VocabularyError",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "compile_any_json",
+    "compile_gbnf",
+    "compile_json_schema",
+    "compile_regex",
+    "fill_next_token_bitmasks",
+]
+
+
+def _from_huggingface(tokenizer: Any, *, eos_ids: Sequence[int] = (), width: Optional[int] = None) -> Vocabulary:
+    return _vocabulary_from_huggingface(tokenizer, eos_ids=eos_ids, width=width)
+
+
+_from_huggingface.__doc__ = _vocabulary_from_huggingface.__doc__
+Vocabulary.from_huggingface = staticmethod(_from_huggingface)  # type: ignore[attr-defined]
+
+
+def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Optional[Sequence[int]] = None) -> None:
+    """Sets the logits of the tokens a bitmask disallows to ``-inf``, in place.
+
+    ``logits`` is ``(batch, width)`` or ``(width,)``: a NumPy ``float32``/``float64`` array, or a
+    PyTorch tensor of any floating dtype on any device. ``bitmask`` has the same number of rows
+    (or is 1-D with a 1-D ``logits``); with ``indices``, only those rows are masked, row ``i`` of
+    the logits by row ``i`` of the bitmask. Logits past the bitmask's bits are set to ``-inf``;
+    bits past the logits' width are ignored.
+
+    NumPy arrays and CPU ``float32`` tensors are masked by the Rust code (rows in parallel, no
+    copy); other tensors (CUDA, ``bfloat16``...) through torch operations on their device.
+    """
+    module = type(logits).__module__
+    if module.startswith("torch"):
+        import torch
+
+        if logits.device.type != "cpu" or logits.dtype != torch.float32:
+            _apply_with_torch(logits, bitmask, indices)
+            return
+    _native.apply_token_bitmask_inplace_cpu(logits, bitmask, None if indices is None else list(indices))
+
+
+def _apply_with_torch(logits: Any, bitmask: Any, indices: Optional[Sequence[int]]) -> None:
+    """``apply_token_bitmask_inplace`` for tensors the Rust code does not read (other devices
+    or dtypes): the bits are unpacked to booleans and the logits filled where they are clear."""
+    import numpy as np
+    import torch
+
+    if isinstance(bitmask, np.ndarray):
+        bitmask = torch.from_numpy(bitmask)
+    bitmask = bitmask.to(logits.device, non_blocking=True)
+    one_row = logits.dim() == 1
+    rows = logits.unsqueeze(0) if one_row else logits
+    masks = bitmask.unsqueeze(0) if bitmask.dim() == 1 else bitmask
+    if indices is None:
+        if masks.shape[0] != rows.shape[0]:
+            raise ValueError(
+                f"logits have {rows.shape[0]} rows but the bitmask has {masks.shape[0]}; "
+                "pass indices= to mask some rows"
+            )
+        index = None
+    else:
+        index = torch.as_tensor(list(indices), dtype=torch.long, device=logits.device)
+        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= min(rows.shape[0], masks.shape[0])):
+            raise ValueError(f"indices {list(indices)} out of range for {rows.shape[0]} logits rows "
+                             f"and {masks.shape[0]} bitmask rows")
+        masks = masks.index_select(0, index)
+    width = rows.shape[-1]
+    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
+    allowed = ((masks.unsqueeze(-1) >> shifts) & 1).bool().reshape(masks.shape[0], -1)
+    covered = min(width, allowed.shape[-1])
+    disallowed = torch.ones((masks.shape[0], width), dtype=torch.bool, device=logits.device)
+    disallowed[:, :covered] = ~allowed[:, :covered]
+    if index is None:
+        rows.masked_fill_(disallowed, float("-inf"))
+    else:
+        selected = rows.index_select(0, index).masked_fill_(disallowed, float("-inf"))
+        rows.index_copy_(0, index, selected)

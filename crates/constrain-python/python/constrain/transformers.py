@@ -1,0 +1,69 @@
+"""A ``transformers`` logits processor: ``model.generate(..., logits_processor=[LogitsProcessor(compiled)])``.
+
+One matcher per batch row, created on the first call (when the prompt is known); each later call
+accepts the token the previous step chose, then masks the scores. Greedy decoding and sampling
+are supported; beam search reorders rows between steps and is refused with an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ._native import CompiledGrammar, Matcher, allocate_token_bitmask, fill_next_token_bitmasks
+from . import apply_token_bitmask_inplace
+
+try:  # transformers is optional: the class works with anything that calls it the same way.
+    from transformers import LogitsProcessor as _Base
+except ImportError:  # pragma: no cover
+    _Base = object  # type: ignore[assignment,misc]
+
+
+class LogitsProcessor(_Base):  # type: ignore[misc,valid-type]
+    """Constrains ``model.generate`` to the language of ``compiled``.
+
+    Each batch row must end in the grammar: give ``generate`` the tokenizer's end-of-sequence
+    ids as ``eos_token_id`` (the grammar allows them exactly when the output is complete). Use
+    a new processor for each ``generate`` call.
+    """
+
+    def __init__(self, compiled: CompiledGrammar) -> None:
+        self.compiled = compiled
+        self.matchers: List[Matcher] = []
+        self._bitmask: Optional[Any] = None
+        self._prompt_len = 0
+        self._last: Optional[Any] = None
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        batch = input_ids.shape[0]
+        if not self.matchers:
+            self.matchers = [Matcher(self.compiled) for _ in range(batch)]
+            self._bitmask = torch.from_numpy(allocate_token_bitmask(batch, self.compiled.vocab_width))
+            self._prompt_len = input_ids.shape[1]
+        else:
+            if batch != len(self.matchers) or input_ids.shape[1] != self._last.shape[1] + 1:
+                raise ValueError(
+                    "LogitsProcessor: the batch changed shape between steps; use one processor "
+                    "per generate() call (beam search is not supported)"
+                )
+            if not torch.equal(input_ids[:, :-1], self._last):
+                raise ValueError(
+                    "LogitsProcessor: earlier tokens of a row changed between steps (beam search "
+                    "reorders rows); it is not supported"
+                )
+            for row, (matcher, token) in enumerate(zip(self.matchers, input_ids[:, -1].tolist())):
+                if matcher.is_terminated():
+                    continue  # the row has ended; generate pads it
+                if not matcher.accept_token(token):
+                    raise ValueError(
+                        f"LogitsProcessor: row {row} continued with token {token}, which the "
+                        "grammar does not allow (another processor changed the choice?)"
+                    )
+        self._last = input_ids
+        live = [i for i, m in enumerate(self.matchers) if not m.is_terminated()]
+        if not live:
+            return scores
+        fill_next_token_bitmasks([self.matchers[i] for i in live], self._bitmask, live)
+        apply_token_bitmask_inplace(scores, self._bitmask, live)
+        return scores
