@@ -189,6 +189,31 @@ def test_matcher_steps_rollback_reset_copy(toy_vocab):
         m.accept_string(3)
 
 
+def test_max_tokens_ends_the_output_complete(toy_vocab):
+    compiled = constrain.compile_regex(r"\[[a-z]+(, [a-z]+)*\]", toy_vocab)
+    assert constrain.Matcher(compiled).shortest_completion() == b"[a]"
+    with pytest.raises(constrain.MatchError, match="needs at least 3 tokens"):
+        constrain.Matcher(compiled, max_tokens=2)
+    width = toy_vocab.width
+    eos = toy_vocab.eos_ids[0]
+    for budget in range(3, 12):
+        m = constrain.Matcher(compiled, max_tokens=budget)
+        bitmask = constrain.allocate_token_bitmask(1, width)
+        text = b""
+        while True:
+            m.fill_next_token_bitmask(bitmask)
+            ids = sorted(allowed_ids(bitmask[0], width) - {eos})
+            if not ids:
+                break
+            # Always go on with a letter or a comma when one is allowed: never close early.
+            pick = next((i for i in ids if toy_vocab.token_bytes(i) in (b",", b"q")), ids[0])
+            assert m.accept_token(pick)
+            text += toy_vocab.token_bytes(pick)
+        assert m.tokens_left() == 0 or m.is_finished()
+        assert m.is_accepting(), text
+        assert len(text) >= 3
+
+
 def test_special_tokens_are_never_text(toy_vocab):
     m = constrain.Matcher(constrain.compile_any_json(toy_vocab))
     bitmask = constrain.allocate_token_bitmask(1, toy_vocab.width)

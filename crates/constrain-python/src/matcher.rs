@@ -56,12 +56,32 @@ pub fn fill_row(matcher: &mut Matcher, row: &mut [u32]) -> Result<(), FillError>
 
 #[pymethods]
 impl PyMatcher {
-    /// A matcher at the start of ``compiled``.
+    /// A matcher at the start of ``compiled``. With ``max_tokens``, the output takes at most
+    /// that many tokens and ends complete within them: near the end the bitmask narrows to
+    /// tokens that close the output in time. Raises ``MatchError`` when even the shortest
+    /// completion takes more tokens.
     #[new]
-    fn new(compiled: PyRef<'_, PyCompiledGrammar>) -> PyMatcher {
-        PyMatcher {
-            inner: Matcher::new(compiled.inner.clone()),
-        }
+    #[pyo3(signature = (compiled, max_tokens = None))]
+    fn new(compiled: PyRef<'_, PyCompiledGrammar>, max_tokens: Option<usize>) -> PyResult<PyMatcher> {
+        let mut inner = Matcher::new(compiled.inner.clone());
+        inner
+            .set_token_budget(max_tokens)
+            .map_err(|e| match_error(&e))?;
+        Ok(PyMatcher { inner })
+    }
+
+    /// Tokens the ``max_tokens`` budget leaves, or ``None`` without a budget.
+    fn tokens_left(&self) -> Option<usize> {
+        self.inner.tokens_left()
+    }
+
+    /// The fewest bytes that complete the output so far, or ``None`` when it has ended.
+    fn shortest_completion<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let completion = self
+            .inner
+            .shortest_completion()
+            .map_err(|e| match_error(&e))?;
+        Ok(completion.map(|c| PyBytes::new(py, &c.bytes)))
     }
 
     /// Writes the tokens allowed next into row ``index`` of ``bitmask`` (an ``int32`` array

@@ -124,7 +124,13 @@ def compile_gbnf(text: str, vocabulary: Vocabulary, *, root: str = "root") -> Co
 class Matcher:
     """One sequence's state under a compiled grammar."""
 
-    def __init__(self, compiled: CompiledGrammar) -> None: ...
+    def __init__(self, compiled: CompiledGrammar, max_tokens: Optional[int] = None) -> None:
+        """With ``max_tokens``, the output ends complete within that many tokens; raises
+        ``MatchError`` when the grammar's shortest completion takes more."""
+    def tokens_left(self) -> Optional[int]:
+        """Tokens the ``max_tokens`` budget leaves (``None`` without one)."""
+    def shortest_completion(self) -> Optional[bytes]:
+        """The fewest bytes that complete the output so far."""
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Writes the allowed tokens into row ``index`` of ``bitmask``, in place."""
     def accept_token(self, token_id: int) -> bool:
