@@ -99,6 +99,11 @@ pub struct Args {
     /// Wrap the prompt in the model's chat template (one user turn, then the model's turn).
     #[arg(long, help_heading = "Model")]
     pub chat: bool,
+    /// With --chat: the chat template by llama.cpp's name (gemma, chatml, llama3, llama2,
+    /// mistral-v7, phi3, zephyr) [default: the model's own, by family; Gemma for the default
+    /// model]. Implies --chat.
+    #[arg(long, value_name = "NAME", help_heading = "Model")]
+    pub chat_template: Option<String>,
     /// Most tokens to generate (sampled and forced); reaching it leaves the output incomplete.
     #[arg(long, value_name = "N", default_value_t = 256, help_heading = "Model")]
     pub max_tokens: usize,
