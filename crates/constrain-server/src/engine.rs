@@ -15,7 +15,7 @@
 //! same two calls.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -347,6 +347,16 @@ impl SeqConstraint {
         }
     }
 
+    /// Whether the constrained output is complete here (a cut-off at the token limit then
+    /// leaves a valid output: the sequence ends as `stop`, not `length`).
+    fn is_complete(&self) -> bool {
+        match self {
+            SeqConstraint::None => false,
+            SeqConstraint::Grammar(m) => m.is_accepting(),
+            SeqConstraint::Triggered(t) => t.is_triggered() && t.is_accepting(),
+        }
+    }
+
     fn trigger_start(&self) -> Option<usize> {
         match self {
             SeqConstraint::Triggered(t) => t.trigger_start(),
@@ -443,7 +453,7 @@ impl Sequence {
                 if !forced.is_empty() {
                     let take = forced.len().min(budget).min(room);
                     if take == 0 {
-                        self.finished = Some(Finish::Length);
+                        self.finished = Some(self.limit_finish());
                         continue;
                     }
                     for &token in &forced[..take] {
@@ -457,10 +467,20 @@ impl Sequence {
                 }
             }
             if budget == 0 || room == 0 {
-                self.finished = Some(Finish::Length);
+                self.finished = Some(self.limit_finish());
                 continue;
             }
             return Ok(Next::Evaluate(std::mem::take(&mut self.pending)));
+        }
+    }
+
+    /// How a sequence ends at the token limit: `stop` if its constrained output is complete
+    /// there, else `length`.
+    fn limit_finish(&self) -> Finish {
+        if self.constraint.is_complete() {
+            Finish::Stop
+        } else {
+            Finish::Length
         }
     }
 

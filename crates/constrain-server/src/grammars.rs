@@ -377,7 +377,7 @@ mod tests {
         assert!(cache.get(&spec).1);
         let e = cache.get(&Spec::Regex("(".into())).0.unwrap_err();
         assert_eq!(e.param.as_deref(), Some("regex"));
-        let e = cache.get(&Spec::Gbnf("root ::= ".into())).0.unwrap_err();
+        let e = cache.get(&Spec::Gbnf("root ::= undefined-rule".into())).0.unwrap_err();
         assert_eq!(e.code, Some("invalid_grammar"));
     }
 
