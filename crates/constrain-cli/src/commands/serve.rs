@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
     /// Require `Authorization: Bearer KEY` on every route but /health.
-    #[arg(long, value_name = "KEY", env = "CONSTRAIN_API_KEY", hide_env_values = true)]
+    #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
     /// Chat template by llama.cpp's name (gemma, chatml, llama3, llama2, mistral-v7, phi3,
     /// zephyr) [default: the model's own, by family; Gemma for the default model].
