@@ -42,6 +42,8 @@ enum Command {
     Funnel(commands::funnel::Args),
     /// Download the default model into the cache directory.
     FetchModel(commands::fetch_model::Args),
+    /// Serve the model over an OpenAI-compatible HTTP API (chat completions, tools, schemas).
+    Serve(commands::serve::Args),
 }
 
 #[derive(Subcommand, Debug)]
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Funnel(args)) => commands::funnel::run(args),
         Some(Command::FetchModel(args)) => commands::fetch_model::run(args),
+        Some(Command::Serve(args)) => commands::serve::run(args),
         None => commands::generate::run(cli.generate),
     };
     match result {

@@ -290,3 +290,25 @@ fn references_to_other_documents_come_from_resource_flags() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The `--chat` example of `--help` works with the default model, whose GGUF has no chat
+/// template (its Gemma turn markers pick the `gemma` template), and `--chat-template` names one.
+#[test]
+fn chat_works_with_the_default_model_and_named_templates() {
+    if !model_available("chat_works_with_the_default_model_and_named_templates") {
+        return;
+    }
+    for extra in [&[][..], &["--chat-template", "gemma"][..]] {
+        let mut args = vec!["--json", "--chat", "--max-tokens", "24", "--seed", "1"];
+        args.extend_from_slice(extra);
+        args.push("Three primary colors as a JSON array");
+        let run = constrain(&args, None);
+        assert!(matches!(run.code, Some(0 | 1)), "{run:?}");
+        assert!(!run.stdout.is_empty(), "{run:?}");
+    }
+    let run = constrain(
+        &["--chat-template", "nope", "--max-tokens", "1", "hi"],
+        None,
+    );
+    assert_clean_error(&run, &["unknown chat template", "gemma"]);
+}

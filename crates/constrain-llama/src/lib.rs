@@ -4,10 +4,12 @@
 //!   from the model itself, so masks line up with the model's logits.
 //! - [`Session`] is a context; [`Session::generate`] runs the decode loop with an optional
 //!   grammar [`Matcher`](constrain_engine::Matcher) in lockstep.
+//! - [`ChatTemplate`] renders a conversation as a chat model's prompt.
 //! - [`model_store`] knows where the default model is cached and how to fetch it.
 
 #![deny(missing_docs)]
 
+mod chat;
 mod error;
 mod generate;
 mod llama_reference;
@@ -18,6 +20,7 @@ mod session;
 mod stats;
 mod vocabulary;
 
+pub use chat::{ChatMessage, ChatTemplate, CHAT_TEMPLATES};
 pub use error::LlamaError;
 pub use generate::{Generation, Request, Sink};
 pub use llama_reference::llama_json_schema_to_gbnf;

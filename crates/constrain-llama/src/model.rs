@@ -7,9 +7,10 @@ use constrain_engine::{CompiledGrammar, Grammar, Limits, TokenIndex};
 use constrain_vocab::Vocabulary;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
-use llama_cpp_2::{send_logs_to_tracing, ChatTemplateError, LogOptions};
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
+use crate::chat::{ChatMessage, ChatTemplate};
 use crate::vocabulary::vocabulary_from_model;
 use crate::LlamaError;
 
@@ -98,19 +99,35 @@ impl Model {
 
     /// Tokenizes a prompt, with the model's start token.
     ///
-    /// With `chat`, the prompt becomes one user turn of the model's chat template, followed by
-    /// the opening of the model's turn; the template's markers become control tokens. Without
-    /// it, the text is taken literally (text that looks like a control token stays text).
+    /// With `chat`, the prompt becomes one user turn of the model's chat template
+    /// ([`Model::chat_template`]), followed by the opening of the model's turn; the template's
+    /// markers become control tokens. Without it, the text is taken literally (text that looks
+    /// like a control token stays text).
     pub fn prompt_tokens(&self, prompt: &str, chat: bool) -> Result<Vec<u32>, LlamaError> {
-        let text = if chat {
-            self.apply_chat_template(prompt)?
-        } else {
-            prompt.to_string()
-        };
+        if chat {
+            let template = self.chat_template()?;
+            return self.chat_prompt_tokens(template, &[ChatMessage::new("user", prompt)]);
+        }
+        self.tokenize(prompt, false)
+    }
+
+    /// Tokenizes a conversation rendered with `template`, followed by the opening of the
+    /// assistant's turn; the template's markers (and any control token written in the
+    /// messages) become control tokens.
+    pub fn chat_prompt_tokens(
+        &self,
+        template: ChatTemplate,
+        messages: &[ChatMessage],
+    ) -> Result<Vec<u32>, LlamaError> {
+        self.tokenize(&template.render(messages, true), true)
+    }
+
+    /// Tokenizes `text` with the model's start token; with `special`, text spelling a control
+    /// token becomes that token.
+    pub fn tokenize(&self, text: &str, special: bool) -> Result<Vec<u32>, LlamaError> {
         let vocab = self.model.vocab();
-        // `add_special` adds the start token if the model wants one; only a chat template's own
-        // markers are parsed as control tokens.
-        let tokens = vocab.tokenize(text.as_bytes(), true, chat);
+        // `add_special` adds the start token if the model wants one.
+        let tokens = vocab.tokenize(text.as_bytes(), true, special);
         let mut ids: Vec<u32> = tokens.iter().map(|t| t.0 as u32).collect();
         // A template that writes the start token itself would otherwise give two of them.
         let bos = vocab.bos().0 as u32;
@@ -123,18 +140,43 @@ impl Model {
         Ok(ids)
     }
 
-    fn apply_chat_template(&self, prompt: &str) -> Result<String, LlamaError> {
-        let err = |e: &dyn std::fmt::Display| LlamaError::ChatTemplate(e.to_string());
-        let template = self.model.chat_template(None).map_err(|e| match e {
-            ChatTemplateError::MissingTemplate => {
-                LlamaError::ChatTemplate(format!("the model {} has none", self.path.display()))
-            }
-            other => err(&other),
-        })?;
-        let message = LlamaChatMessage::new("user".into(), prompt.into()).map_err(|e| err(&e))?;
+    /// The Jinja chat template in the GGUF file, if it has one.
+    pub fn chat_template_text(&self) -> Option<String> {
         self.model
-            .apply_chat_template(&template, &[message], true)
-            .map_err(|e| err(&e))
+            .chat_template(None)
+            .ok()
+            .and_then(|t| t.to_string().ok())
+    }
+
+    /// The model's chat template: the family of the GGUF's own template, or, where the file
+    /// has none (or one of no known family), the family whose turn markers are tokens of the
+    /// vocabulary (`<start_of_turn>`: Gemma).
+    pub fn chat_template(&self) -> Result<ChatTemplate, LlamaError> {
+        let text = self.chat_template_text();
+        if let Some(template) = text.as_deref().and_then(ChatTemplate::detect) {
+            return Ok(template);
+        }
+        let has_token = |spelling: &str| {
+            self.vocabulary.iter().any(|(_, bytes, kind)| {
+                kind != constrain_vocab::TokenKind::Text && bytes == spelling.as_bytes()
+            })
+        };
+        ChatTemplate::detect_from_tokens(has_token).ok_or_else(|| {
+            LlamaError::ChatTemplate(format!(
+                "the model {} has {}; name one with --chat-template ({})",
+                self.path.display(),
+                if text.is_some() {
+                    "a chat template of no known family"
+                } else {
+                    "no chat template"
+                },
+                crate::chat::CHAT_TEMPLATES
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
     }
 
     pub(crate) fn llama(&self) -> &LlamaModel {

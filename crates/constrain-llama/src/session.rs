@@ -103,12 +103,12 @@ impl<'m> Session<'m> {
     }
 
     /// Tokens evaluated since the last [`Session::clear`].
-    pub(crate) fn position(&self) -> usize {
+    pub fn position(&self) -> usize {
         self.pos
     }
 
     /// Forgets every evaluated token.
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.ctx.clear_kv_cache();
         self.pos = 0;
         self.logits_index = None;
@@ -116,7 +116,10 @@ impl<'m> Session<'m> {
 
     /// Evaluates `tokens` after the ones already evaluated; afterwards [`Session::logits`] are the
     /// next-token logits after the last of them.
-    pub(crate) fn eval(&mut self, tokens: &[u32]) -> Result<(), LlamaError> {
+    ///
+    /// [`Session::generate`] drives this itself; a decode loop of one's own (a server's, with
+    /// its own stopping rules) calls it directly.
+    pub fn eval(&mut self, tokens: &[u32]) -> Result<(), LlamaError> {
         for (i, chunk) in tokens.chunks(self.batch_size).enumerate() {
             let last_chunk = (i + 1) * self.batch_size >= tokens.len();
             self.batch.clear();
@@ -135,8 +138,9 @@ impl<'m> Session<'m> {
         Ok(())
     }
 
-    /// The next-token logits after the last evaluated token (one per vocabulary id).
-    pub(crate) fn logits(&self) -> &[f32] {
+    /// The next-token logits after the last evaluated token (one per vocabulary id; empty
+    /// before anything was evaluated).
+    pub fn logits(&self) -> &[f32] {
         match self.logits_index {
             Some(index) => self.ctx.get_logits_ith(index),
             None => &[],

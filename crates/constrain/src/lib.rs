@@ -51,6 +51,8 @@
 //!   vocabulary ([`TokenIndex`]) as a shareable [`CompiledGrammar`].
 //! - [`ConstrainedSampler`]: a [`Matcher`] plus the sampling [`Funnel`]: give it one step's
 //!   logits, get a token; tell it what was fed; ask it for forced tokens.
+//! - [`TriggeredMatcher`]: free text until a [`Trigger`] string appears in the output, then a
+//!   grammar from the bytes after it (a tool call opened in the middle of prose).
 //! - The engine ([`Matcher`], masks, rollback) and the funnel ([`Funnel`], [`SamplerConfig`])
 //!   are re-exported for finer control.
 
@@ -59,9 +61,11 @@
 
 mod constraint;
 mod sampler;
+mod triggered;
 
 pub use constraint::{Constraint, Error};
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
+pub use triggered::{Trigger, TriggeredMatcher};
 
 pub use constrain_engine::{
     fill_masks, CompiledGrammar, Completion, Expr, Grammar, GrammarBuilder, GrammarError, Limits,

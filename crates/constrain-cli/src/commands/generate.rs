@@ -114,6 +114,11 @@ pub struct Args {
     /// Wrap the prompt in the model's chat template (one user turn, then the model's turn).
     #[arg(long, help_heading = "Model")]
     pub chat: bool,
+    /// With --chat: the chat template by llama.cpp's name (gemma, chatml, llama3, llama2,
+    /// mistral-v7, phi3, zephyr) [default: the model's own, by family; Gemma for the default
+    /// model]. Implies --chat.
+    #[arg(long, value_name = "NAME", help_heading = "Model")]
+    pub chat_template: Option<String>,
     /// Most tokens to generate (sampled and forced). With a constraint it is a budget the
     /// output completes within: near its end the mask narrows to tokens that close the output
     /// in time, so it ends complete and valid (see --truncate).

@@ -44,7 +44,16 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         None => None,
     };
 
-    let prompt_tokens = model.prompt_tokens(&prompt, args.chat)?;
+    let prompt_tokens = match &args.chat_template {
+        Some(name) => {
+            let template: constrain_llama::ChatTemplate = name
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--chat-template: {e}"))?;
+            let turn = [constrain_llama::ChatMessage::new("user", prompt.as_str())];
+            model.chat_prompt_tokens(template, &turn)?
+        }
+        None => model.prompt_tokens(&prompt, args.chat)?,
+    };
     let session_options = SessionOptions {
         ctx_size: args.ctx_size,
         threads: args.threads,

@@ -1,0 +1,149 @@
+//! `constrain serve`: the OpenAI-compatible HTTP server (crate `constrain-server`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::schema_resources::ResourceArg;
+use super::test_cases::{EscapesArg, PropertyOrderArg};
+
+/// Arguments of `constrain serve`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Example:
+  constrain serve --port 8080 --api-key secret
+  curl -s localhost:8080/v1/chat/completions -H 'Authorization: Bearer secret' \\
+    -H 'Content-Type: application/json' \\
+    -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Three colors as JSON\"}],
+         \"response_format\": {\"type\": \"json_object\"}, \"max_tokens\": 40}'
+
+Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
+GET /metrics, GET /openapi.json. See docs/server.md.")]
+pub struct Args {
+    /// GGUF model file [default: the cached model from `constrain fetch-model`].
+    #[arg(long, value_name = "PATH")]
+    pub model: Option<PathBuf>,
+    /// The model's id in the API [default: the file name without .gguf].
+    #[arg(long, value_name = "ID")]
+    pub model_id: Option<String>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port; the address is printed at start).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Requests generated at once (each with its own context and threads).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel: usize,
+    /// Requests that may wait for a free slot; beyond it requests get 429 at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_queue: usize,
+    /// Context size of each slot in tokens (prompt plus output).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub ctx_size: u32,
+    /// Threads per slot [default: the cores divided among the slots].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+    /// Require `Authorization: Bearer KEY` on every route but /health.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Chat template by llama.cpp's name (gemma, chatml, llama3, llama2, mistral-v7, phi3,
+    /// zephyr) [default: the model's own, by family; Gemma for the default model].
+    #[arg(long, value_name = "NAME")]
+    pub chat_template: Option<String>,
+    /// `max_tokens` of a request that gives none.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub default_max_tokens: usize,
+    /// Most choices (`n`) in one request.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub max_n: usize,
+    /// Largest request body in bytes (larger ones get 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    pub max_body_bytes: usize,
+    /// Compile-time budget of one constraint (schema, grammar, tools), in milliseconds; past
+    /// it the request gets 400.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub compile_timeout_ms: u64,
+    /// Compiled constraints kept in the cache (by their text).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub grammar_cache: usize,
+    /// The order of an object's declared properties in generated JSON (`schema`: as the schema
+    /// lists them; `any`: any order, each at most once).
+    #[arg(long, value_enum, default_value_t = PropertyOrderArg::Schema)]
+    pub property_order: PropertyOrderArg,
+    /// Which spellings of strings generated JSON may use.
+    #[arg(long, value_enum, default_value_t = EscapesArg::Canonical)]
+    pub escapes: EscapesArg,
+    /// A schema document that `$ref`s may name by URI (repeatable; nothing is ever fetched).
+    #[arg(long, value_name = "URI=FILE")]
+    pub resource: Vec<ResourceArg>,
+    /// Show llama.cpp's log on stderr.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
+#[cfg(feature = "llama")]
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    use constrain_llama::model_store::{self, DEFAULT_MODEL};
+    let model = match args.model {
+        Some(path) => path,
+        None => {
+            let path = model_store::cached_model_path(&DEFAULT_MODEL)?;
+            anyhow::ensure!(
+                path.is_file(),
+                "no model: the default model is not in the cache ({}); run `constrain \
+                 fetch-model`, or pass --model PATH",
+                path.display()
+            );
+            path
+        }
+    };
+    anyhow::ensure!(
+        model.is_file(),
+        "the model file {} does not exist",
+        model.display()
+    );
+    let chat_template = args
+        .chat_template
+        .as_deref()
+        .map(str::parse::<constrain_llama::ChatTemplate>)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--chat-template: {e}"))?;
+    let mut options = constrain_server::ServerOptions::new(model);
+    options.model_id = args.model_id;
+    options.host = args.host;
+    options.port = args.port;
+    options.parallel = args.parallel.max(1);
+    options.max_queue = args.max_queue;
+    options.ctx_size = args.ctx_size;
+    options.threads = args.threads;
+    options.api_key = args.api_key.filter(|k| !k.is_empty());
+    options.chat_template = chat_template;
+    options.default_max_tokens = args.default_max_tokens.max(1);
+    options.max_n = args.max_n.max(1);
+    options.max_body_bytes = args.max_body_bytes;
+    options.compile_timeout = std::time::Duration::from_millis(args.compile_timeout_ms);
+    options.grammar_cache = args.grammar_cache;
+    options.verbose = args.verbose;
+    // The CLI's layout of generated JSON: one line, Python's separators, canonical strings; an
+    // object gets no undeclared members (what OpenAI's strict mode asks for, and valid either way).
+    options.schema_options = constrain_jsonschema::Options {
+        whitespace: constrain_jsonschema::Whitespace::Compact,
+        separators: Some(constrain_jsonschema::Separators::python()),
+        property_order: args.property_order.into(),
+        escapes: args.escapes.into(),
+        additional_properties: constrain_jsonschema::AdditionalProperties::Strict,
+        resources: super::schema_resources::load(&args.resource)?,
+        ..constrain_jsonschema::Options::default()
+    };
+    constrain_server::serve(options)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Without the llama.cpp backend there is nothing to serve.
+#[cfg(not(feature = "llama"))]
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "this build of constrain has no llama.cpp backend; rebuild with the `llama` feature"
+    )
+}

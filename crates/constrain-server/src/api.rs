@@ -1,0 +1,457 @@
+//! The request bodies of the API, as OpenAI defines them, plus the extensions this server
+//! reads (named as llama-server and vLLM name them).
+//!
+//! Unknown fields are ignored (clients send `user`, `metadata`, `store`...), as OpenAI does.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// `POST /v1/chat/completions`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ChatRequest {
+    /// The model id (see `GET /v1/models`); any alias of the one model served.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Sampling and limits shared with the completions route.
+    #[serde(flatten)]
+    pub sampling: SamplingFields,
+    /// Most tokens to generate (the newer name).
+    #[serde(default)]
+    pub max_completion_tokens: Option<u64>,
+    /// Whether to return log-probabilities of the output tokens.
+    #[serde(default)]
+    pub logprobs: Option<bool>,
+    /// How many most likely alternatives to list per token (0-20; needs `logprobs`).
+    #[serde(default)]
+    pub top_logprobs: Option<u32>,
+    /// `text`, `json_object` or `json_schema`.
+    #[serde(default)]
+    pub response_format: Option<ResponseFormat>,
+    /// Functions the model may call.
+    #[serde(default)]
+    pub tools: Option<Vec<Tool>>,
+    /// `none`, `auto`, `required` or `{"type": "function", "function": {"name": ...}}`.
+    #[serde(default)]
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether several calls may come in one answer (default true).
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
+}
+
+/// `POST /v1/completions`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CompletionRequest {
+    /// The model id.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The prompt: a string, or an array of one string.
+    pub prompt: Prompt,
+    /// Sampling and limits shared with the chat route.
+    #[serde(flatten)]
+    pub sampling: SamplingFields,
+    /// How many most likely alternatives to list per token (0-5 in OpenAI's API; up to 20 here).
+    #[serde(default)]
+    pub logprobs: Option<u32>,
+    /// `text`, `json_object` or `json_schema` (an extension on this route).
+    #[serde(default)]
+    pub response_format: Option<ResponseFormat>,
+    /// Echo the prompt before the completion (not supported: must be false).
+    #[serde(default)]
+    pub echo: Option<bool>,
+    /// Text after the completion (not supported: must be absent).
+    #[serde(default)]
+    pub suffix: Option<String>,
+}
+
+/// The prompt of a completion.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    /// One prompt.
+    Text(String),
+    /// Prompts (only one is supported).
+    Texts(Vec<String>),
+    /// Token ids.
+    Tokens(Vec<u32>),
+}
+
+impl Default for Prompt {
+    fn default() -> Prompt {
+        Prompt::Text(String::new())
+    }
+}
+
+/// Fields both generation routes take.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct SamplingFields {
+    /// Most tokens to generate.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Softmax temperature (0-2; 0 is greedy).
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling mass.
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    /// Seed of the draw: the same seed and request give the same output.
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// Up to 4 strings that end the output (not included).
+    #[serde(default)]
+    pub stop: Option<Stop>,
+    /// Number of choices.
+    #[serde(default)]
+    pub n: Option<u32>,
+    /// -2..2: subtracted from the logit of every token already generated.
+    #[serde(default)]
+    pub presence_penalty: Option<f32>,
+    /// -2..2: subtracted per occurrence of a generated token.
+    #[serde(default)]
+    pub frequency_penalty: Option<f32>,
+    /// Token id (as a string) to a bias in -100..100 added to its logit.
+    #[serde(default)]
+    pub logit_bias: Option<BTreeMap<String, f32>>,
+    /// Stream server-sent events.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// `include_usage`: a last chunk with the token counts.
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    /// Extension: keep the K most likely tokens (0 = off).
+    #[serde(default)]
+    pub top_k: Option<usize>,
+    /// Extension: drop tokens less likely than P times the most likely one.
+    #[serde(default)]
+    pub min_p: Option<f32>,
+    /// Extension: locally typical sampling mass.
+    #[serde(default)]
+    pub typical_p: Option<f32>,
+    /// Extension: CTRL's repetition penalty (1 = off).
+    #[serde(default)]
+    pub repeat_penalty: Option<f32>,
+    /// Extension: a GBNF grammar (start rule `root`) the output follows.
+    #[serde(default)]
+    pub grammar: Option<String>,
+    /// Extension: a regular expression the output matches in full.
+    #[serde(default)]
+    pub regex: Option<String>,
+    /// Extension: a JSON Schema the output is valid against (as `response_format` json_schema).
+    #[serde(default)]
+    pub json_schema: Option<Value>,
+}
+
+/// `stop`: one string or several.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Stop {
+    /// One stop string.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+impl Stop {
+    /// The stop strings, empty ones dropped.
+    pub fn strings(&self) -> Vec<String> {
+        let all = match self {
+            Stop::One(s) => vec![s.clone()],
+            Stop::Many(v) => v.clone(),
+        };
+        all.into_iter().filter(|s| !s.is_empty()).collect()
+    }
+}
+
+/// `stream_options`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StreamOptions {
+    /// Send a last chunk with `usage` (and empty `choices`).
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// One message of the conversation.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Message {
+    /// `system`, `developer`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The text (a string, or text parts).
+    #[serde(default)]
+    pub content: Option<Content>,
+    /// The name of the participant (kept in the text of user turns).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Calls the assistant made (assistant messages).
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// Which call this message answers (tool messages).
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+/// The content of a message.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// Plain text.
+    Text(String),
+    /// Parts; only `text` parts are supported.
+    Parts(Vec<ContentPart>),
+}
+
+/// One part of a message's content.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ContentPart {
+    /// `text` (others, such as `image_url`, are refused).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text of a `text` part.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+impl Content {
+    /// The text, parts joined; an error for a part that is not text.
+    pub fn text(&self, param: &str) -> Result<String, ApiError> {
+        match self {
+            Content::Text(s) => Ok(s.clone()),
+            Content::Parts(parts) => {
+                let mut out = String::new();
+                for (i, part) in parts.iter().enumerate() {
+                    match (&*part.kind, &part.text) {
+                        ("text", Some(text)) => out.push_str(text),
+                        (kind, _) => {
+                            return Err(ApiError::invalid_param(
+                                &format!("{param}[{i}]"),
+                                format!(
+                                    "content parts of type {kind:?} are not supported: \
+                                     this model reads text only"
+                                ),
+                            ))
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// A call in an assistant message of the history.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ToolCall {
+    /// The call's id.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// `function`.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    /// Which function, with which arguments.
+    pub function: FunctionCall,
+}
+
+/// A function call: name and arguments (JSON text).
+#[derive(Clone, Debug, Deserialize)]
+pub struct FunctionCall {
+    /// The function.
+    pub name: String,
+    /// The arguments as JSON text.
+    #[serde(default)]
+    pub arguments: String,
+}
+
+/// A tool the model may call.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Tool {
+    /// `function` (the only kind).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The function.
+    pub function: FunctionDef,
+}
+
+/// A function's definition.
+#[derive(Clone, Debug, Deserialize)]
+pub struct FunctionDef {
+    /// Its name (`a-zA-Z0-9_-`, at most 64 characters).
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments (an object; absent: no arguments).
+    #[serde(default)]
+    pub parameters: Option<Value>,
+    /// OpenAI's strict mode. The arguments follow the schema either way.
+    #[serde(default)]
+    pub strict: Option<bool>,
+}
+
+/// `tool_choice`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ToolChoice {
+    /// `none`, `auto` or `required`.
+    Mode(String),
+    /// One named function.
+    Named(NamedToolChoice),
+}
+
+/// `{"type": "function", "function": {"name": ...}}`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct NamedToolChoice {
+    /// `function`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The function.
+    pub function: NamedFunction,
+}
+
+/// The function a named tool choice names.
+#[derive(Clone, Debug, Deserialize)]
+pub struct NamedFunction {
+    /// Its name.
+    pub name: String,
+}
+
+/// `response_format`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// Free text.
+    Text,
+    /// Any JSON object.
+    JsonObject,
+    /// JSON valid against a schema.
+    JsonSchema {
+        /// The schema and its name.
+        json_schema: JsonSchemaFormat,
+    },
+}
+
+/// The `json_schema` of a `response_format`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct JsonSchemaFormat {
+    /// The schema's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The JSON Schema (absent: any JSON value).
+    #[serde(default)]
+    pub schema: Option<Value>,
+    /// OpenAI's strict mode. The schema is enforced either way; the response's `constraint`
+    /// field says so.
+    #[serde(default)]
+    pub strict: Option<bool>,
+}
+
+/// Parses a JSON body into `T`, as a 400 with serde's message (which names the field and the
+/// position) when it does not fit.
+pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::bad_request(
+            "the request has no body: send a JSON object",
+        ));
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(format!("the body is not valid JSON: {e}")).with_code("invalid_json")
+    })?;
+    if !value.is_object() {
+        return Err(
+            ApiError::bad_request("the body must be a JSON object").with_code("invalid_json")
+        );
+    }
+    serde_json::from_value(value).map_err(|e| {
+        ApiError::bad_request(format!("invalid request: {e}")).with_code("invalid_request")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_chat_request_parses() {
+        let body = br#"{
+            "model": "m", "max_tokens": 20, "temperature": 0, "seed": -3, "stop": "\n", "n": 2,
+            "logit_bias": {"42": -100}, "logprobs": true, "top_logprobs": 2,
+            "stream": true, "stream_options": {"include_usage": true}, "top_k": 5,
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "strict": true}}],
+            "tool_choice": {"type": "function", "function": {"name": "f"}},
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string"}, "strict": false}},
+            "user": "ignored"
+        }"#;
+        let r: ChatRequest = parse_body(body).unwrap();
+        assert_eq!(r.sampling.max_tokens, Some(20));
+        assert_eq!(r.sampling.seed, Some(-3));
+        assert_eq!(r.sampling.stop.unwrap().strings(), vec!["\n"]);
+        assert_eq!(r.messages.len(), 4);
+        assert_eq!(
+            r.messages[1].content.as_ref().unwrap().text("m").unwrap(),
+            "ab"
+        );
+        assert_eq!(
+            r.messages[2].tool_calls.as_ref().unwrap()[0].function.name,
+            "f"
+        );
+        assert!(matches!(r.tool_choice, Some(ToolChoice::Named(_))));
+        assert!(matches!(
+            r.response_format,
+            Some(ResponseFormat::JsonSchema {
+                json_schema: JsonSchemaFormat {
+                    strict: Some(false),
+                    ..
+                }
+            })
+        ));
+        assert!(r.sampling.stream_options.unwrap().include_usage);
+    }
+
+    #[test]
+    fn malformed_bodies_are_400s_that_say_why() {
+        let e = parse_body::<ChatRequest>(b"{not json").unwrap_err();
+        assert_eq!(e.status.as_u16(), 400);
+        assert!(e.message.contains("not valid JSON"));
+        let e = parse_body::<ChatRequest>(br#"{"model": "m"}"#).unwrap_err();
+        assert!(e.message.contains("messages"), "{}", e.message);
+        let e =
+            parse_body::<ChatRequest>(br#"{"messages": [], "max_tokens": "many"}"#).unwrap_err();
+        assert!(e.message.contains("invalid"), "{}", e.message);
+        assert_eq!(
+            parse_body::<ChatRequest>(b"[]")
+                .unwrap_err()
+                .status
+                .as_u16(),
+            400
+        );
+    }
+
+    #[test]
+    fn image_parts_are_refused() {
+        let c: Content =
+            serde_json::from_str(r#"[{"type": "image_url", "image_url": {"url": "x"}}]"#).unwrap();
+        let e = c.text("messages[0].content").unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("messages[0].content[0]"));
+    }
+
+    #[test]
+    fn completion_prompts() {
+        let r: CompletionRequest = parse_body(br#"{"prompt": ["a"], "logprobs": 2}"#).unwrap();
+        assert!(matches!(r.prompt, Prompt::Texts(ref v) if v == &["a"]));
+        let r: CompletionRequest = parse_body(br#"{"prompt": [1, 2]}"#).unwrap();
+        assert!(matches!(r.prompt, Prompt::Tokens(_)));
+    }
+}

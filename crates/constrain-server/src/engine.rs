@@ -1,0 +1,722 @@
+//! The model side: a bounded queue of jobs, worker threads that own llama.cpp sessions, and the
+//! decode loop of one sequence.
+//!
+//! A request becomes a [`Job`] (prompt tokens, `n` sequences, sampling, a compiled constraint)
+//! and reaches the workers through a bounded queue: when it is full, [`Engine::submit`] answers
+//! 429 at once. Each worker owns one [`Session`] and runs one sequence at a time; what it
+//! generates goes back to the request's handler as [`Event`]s, token by token. A handler that
+//! goes away (a client that disconnected) closes its channel, and the worker stops that job at
+//! the next token.
+//!
+//! The decode loop is split for batching: [`Sequence::next_tokens`] says which tokens a
+//! sequence needs evaluated next (forced tokens are consumed there), [`Sequence::sample`]
+//! takes the logits that follow them. A worker drives one sequence through a session; a
+//! scheduler that batches several sequences into one llama.cpp context per step drives the
+//! same two calls.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use constrain::{CompiledGrammar, Matcher, Trigger, TriggeredMatcher};
+use constrain_llama::{Model, Session, SessionOptions};
+use constrain_sampling::{Funnel, History, SamplerConfig, Xoshiro256StarStar};
+use constrain_vocab::{TokenKind, Vocabulary};
+use parking_lot::Mutex;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// What one request asks of the model.
+pub struct Job {
+    /// The prompt's tokens.
+    pub prompt: Vec<u32>,
+    /// How many sequences (choices) to generate from it.
+    pub n: usize,
+    /// Sampling, seed, limits.
+    pub params: GenParams,
+    /// The constraint, compiled; `None` for free text.
+    pub constraint: Option<ConstraintKind>,
+    /// Where the results go.
+    pub events: UnboundedSender<Event>,
+}
+
+/// How a job's sequences are generated.
+#[derive(Clone, Debug)]
+pub struct GenParams {
+    /// The sampling funnel's settings.
+    pub sampling: SamplerConfig,
+    /// Seed of the first sequence; sequence `i` uses `seed + i`.
+    pub seed: u64,
+    /// Most tokens per sequence.
+    pub max_tokens: usize,
+    /// Strings that end free text (not included in the output).
+    pub stop: Vec<String>,
+    /// Log-probabilities: `Some(k)` with the `k` most likely alternatives per token.
+    pub logprobs: Option<usize>,
+    /// Append forced tokens without sampling (off when log-probabilities are asked for: every
+    /// token then has the model's own distribution).
+    pub fast_forward: bool,
+}
+
+/// A compiled constraint as a sequence follows it.
+#[derive(Clone)]
+pub enum ConstraintKind {
+    /// The grammar from the first token.
+    Grammar(Arc<CompiledGrammar>),
+    /// Free text until the trigger, then the grammar.
+    Triggered(Arc<Trigger>, Arc<CompiledGrammar>),
+}
+
+/// What a worker reports about a job.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// New text of sequence `index` (whole characters; may be empty when only log-probabilities
+    /// are new).
+    Delta {
+        /// Which sequence.
+        index: usize,
+        /// The text.
+        text: String,
+        /// Log-probabilities of the tokens since the last delta.
+        logprobs: Vec<TokenLogprob>,
+    },
+    /// Sequence `index` is complete.
+    Done(Done),
+    /// The job failed; nothing more follows.
+    Failed(ApiError),
+}
+
+/// A finished sequence.
+#[derive(Clone, Debug)]
+pub struct Done {
+    /// Which sequence.
+    pub index: usize,
+    /// The whole output text.
+    pub text: String,
+    /// Why it ended.
+    pub finish: Finish,
+    /// Tokens generated (sampled and forced, the end token included).
+    pub completion_tokens: usize,
+    /// Where a triggered constraint's trigger starts in the text, if it appeared.
+    pub trigger_start: Option<usize>,
+}
+
+/// Why a sequence ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// The model ended, the grammar completed, or a stop string appeared.
+    Stop,
+    /// The token limit or the context ran out.
+    Length,
+}
+
+/// One token's log-probability and its most likely alternatives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenLogprob {
+    /// The token's bytes.
+    pub bytes: Vec<u8>,
+    /// Its log-probability under the model.
+    pub logprob: f32,
+    /// The most likely tokens at that step (bytes, log-probability), most likely first.
+    pub top: Vec<(Vec<u8>, f32)>,
+}
+
+/// How the engine runs.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Worker threads, each with its own context (sequences served at once).
+    pub parallel: usize,
+    /// Jobs that may wait for a worker; more are refused with 429.
+    pub max_queue: usize,
+    /// Each worker's context.
+    pub session: SessionOptions,
+}
+
+/// The queue and the workers behind it.
+pub struct Engine {
+    queue: SyncSender<Job>,
+    metrics: Arc<Metrics>,
+    max_queue: usize,
+}
+
+impl Engine {
+    /// Starts the workers; fails if a context cannot be created.
+    pub fn start(
+        model: &'static Model,
+        options: &EngineOptions,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Engine> {
+        let (queue, jobs) = sync_channel::<Job>(options.max_queue);
+        let jobs = Arc::new(Mutex::new(jobs));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        for worker in 0..options.parallel.max(1) {
+            let jobs = jobs.clone();
+            let metrics = metrics.clone();
+            let session_options = options.session.clone();
+            let ready = ready_tx.clone();
+            std::thread::Builder::new()
+                .name(format!("constrain-worker-{worker}"))
+                .spawn(move || {
+                    let mut session = match Session::new(model, &session_options) {
+                        Ok(s) => {
+                            let _ = ready.send(Ok(()));
+                            s
+                        }
+                        Err(e) => {
+                            let _ = ready.send(Err(e.to_string()));
+                            return;
+                        }
+                    };
+                    drop(ready);
+                    work(&mut session, &jobs, &metrics);
+                })?;
+        }
+        drop(ready_tx);
+        for result in ready_rx.iter() {
+            result.map_err(|e| anyhow::anyhow!("creating a worker's context: {e}"))?;
+        }
+        Ok(Engine {
+            queue,
+            metrics,
+            max_queue: options.max_queue,
+        })
+    }
+
+    /// Queues `job`; 429 at once when the queue is full.
+    pub fn submit(&self, job: Job) -> Result<(), ApiError> {
+        self.metrics.queued.fetch_add(1, Ordering::Relaxed);
+        match self.queue.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => {
+                self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
+                Err(ApiError::busy(self.max_queue))
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
+                Err(ApiError::unavailable("the model's workers have stopped"))
+            }
+        }
+    }
+}
+
+/// A worker: takes jobs until the queue closes.
+fn work(session: &mut Session<'_>, jobs: &Mutex<Receiver<Job>>, metrics: &Metrics) {
+    loop {
+        let job = {
+            let receiver = jobs.lock();
+            receiver.recv()
+        };
+        let Ok(job) = job else { return };
+        metrics.queued.fetch_sub(1, Ordering::Relaxed);
+        metrics.active.fetch_add(1, Ordering::Relaxed);
+        let events = job.events.clone();
+        let outcome =
+            std::panic::catch_unwind(AssertUnwindSafe(|| run_job(session, &job, metrics)));
+        metrics.active.fetch_sub(1, Ordering::Relaxed);
+        let failure = match outcome {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                Some(ApiError::internal(format!("generation failed: {what}")))
+            }
+        };
+        if let Some(e) = failure {
+            let _ = events.send(Event::Failed(e));
+        }
+    }
+}
+
+fn run_job(session: &mut Session<'_>, job: &Job, metrics: &Metrics) -> Result<(), ApiError> {
+    for index in 0..job.n {
+        if job.events.is_closed() {
+            metrics.cancelled.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let vocabulary = session.model().vocabulary().clone();
+        let mut sequence = Sequence::new(job, index, vocabulary, session.ctx_size() as usize)?;
+        let done = loop {
+            if job.events.is_closed() {
+                metrics.cancelled.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            match sequence.next_tokens()? {
+                Next::Evaluate(tokens) => {
+                    if sequence.position == 0 {
+                        session.clear();
+                    }
+                    let t = Instant::now();
+                    session
+                        .eval(&tokens)
+                        .map_err(|e| ApiError::internal(e.to_string()))?;
+                    metrics.add_eval(t.elapsed());
+                    sequence.position += tokens.len();
+                    let delta = sequence.sample(session.logits())?;
+                    if let Some(event) = delta {
+                        let _ = job.events.send(event);
+                    }
+                }
+                Next::Done(done) => {
+                    if let Some(event) = sequence.flush() {
+                        let _ = job.events.send(event);
+                    }
+                    break done;
+                }
+            }
+        };
+        metrics.add_sequence(&sequence.stats);
+        let _ = job.events.send(Event::Done(done));
+    }
+    Ok(())
+}
+
+/// What a sequence needs next.
+pub enum Next {
+    /// These tokens evaluated (after those already evaluated), then [`Sequence::sample`] with
+    /// the logits after the last.
+    Evaluate(Vec<u32>),
+    /// It is complete.
+    Done(Done),
+}
+
+/// Counters of one sequence, for the metrics.
+#[derive(Clone, Debug, Default)]
+pub struct SequenceStats {
+    /// Tokens drawn by the sampler.
+    pub sampled: usize,
+    /// Tokens appended because the grammar forced them.
+    pub forced: usize,
+    /// Time spent computing masks.
+    pub mask_time: Duration,
+    /// Masks computed.
+    pub masks: usize,
+}
+
+enum SeqConstraint {
+    None,
+    Grammar(Matcher),
+    Triggered(TriggeredMatcher),
+}
+
+impl SeqConstraint {
+    fn is_finished(&self) -> bool {
+        match self {
+            SeqConstraint::None => false,
+            SeqConstraint::Grammar(m) => m.is_finished(),
+            SeqConstraint::Triggered(t) => t.is_finished(),
+        }
+    }
+
+    fn forced_tokens(&mut self) -> Result<Vec<u32>, constrain::MatchError> {
+        match self {
+            SeqConstraint::None => Ok(Vec::new()),
+            SeqConstraint::Grammar(m) => m.forced_tokens(),
+            SeqConstraint::Triggered(t) => t.forced_tokens(),
+        }
+    }
+
+    fn accept(&mut self, token: u32) -> Result<(), constrain::MatchError> {
+        match self {
+            SeqConstraint::None => Ok(()),
+            SeqConstraint::Grammar(m) => m.accept_token(token),
+            SeqConstraint::Triggered(t) => t.accept_token(token),
+        }
+    }
+
+    /// Fills `mask`; false when every token is allowed (no mask needed).
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<bool, constrain::MatchError> {
+        match self {
+            SeqConstraint::None => Ok(false),
+            SeqConstraint::Grammar(m) => m.fill_mask(mask).map(|()| true),
+            SeqConstraint::Triggered(t) => t.fill_mask(mask).map(|()| true),
+        }
+    }
+
+    /// Whether stop strings apply: free text only (a stop string inside constrained output
+    /// would leave it invalid).
+    fn is_free_text(&self) -> bool {
+        match self {
+            SeqConstraint::None => true,
+            SeqConstraint::Grammar(_) => false,
+            SeqConstraint::Triggered(t) => !t.is_triggered(),
+        }
+    }
+
+    /// Whether the constrained output is complete here (a cut-off at the token limit then
+    /// leaves a valid output: the sequence ends as `stop`, not `length`).
+    fn is_complete(&self) -> bool {
+        match self {
+            SeqConstraint::None => false,
+            SeqConstraint::Grammar(m) => m.is_accepting(),
+            SeqConstraint::Triggered(t) => t.is_triggered() && t.is_accepting(),
+        }
+    }
+
+    fn trigger_start(&self) -> Option<usize> {
+        match self {
+            SeqConstraint::Triggered(t) => t.trigger_start(),
+            _ => None,
+        }
+    }
+}
+
+/// One sequence being generated: its constraint, sampler and output.
+pub struct Sequence {
+    index: usize,
+    vocabulary: Arc<Vocabulary>,
+    constraint: SeqConstraint,
+    funnel: Funnel,
+    history: History,
+    rng: Xoshiro256StarStar,
+    mask: Vec<u32>,
+    params: GenParams,
+    prompt: Vec<u32>,
+    ctx_size: usize,
+    /// Tokens evaluated in the context so far (maintained by the driver).
+    pub position: usize,
+    /// Tokens chosen and not yet evaluated.
+    pending: Vec<u32>,
+    output: Vec<u8>,
+    /// Bytes of `output` already sent.
+    sent: usize,
+    generated: usize,
+    logprobs: Vec<TokenLogprob>,
+    finished: Option<Finish>,
+    /// Counters, for the metrics.
+    pub stats: SequenceStats,
+}
+
+impl Sequence {
+    /// Sequence `index` of `job`.
+    pub fn new(
+        job: &Job,
+        index: usize,
+        vocabulary: Arc<Vocabulary>,
+        ctx_size: usize,
+    ) -> Result<Sequence, ApiError> {
+        let constraint = match &job.constraint {
+            None => SeqConstraint::None,
+            Some(ConstraintKind::Grammar(g)) => {
+                // `max_tokens` is a budget the constrained output completes within (the
+                // context's room bounds it too).
+                let mut m = Matcher::new(g.clone());
+                let room = ctx_size.saturating_sub(job.prompt.len());
+                m.set_token_budget(Some(job.params.max_tokens.min(room)))
+                    .map_err(|e| {
+                        ApiError::bad_request(format!(
+                            "max_tokens: {e}; raise max_tokens (or shorten the prompt)"
+                        ))
+                    })?;
+                SeqConstraint::Grammar(m)
+            }
+            Some(ConstraintKind::Triggered(t, g)) => {
+                SeqConstraint::Triggered(TriggeredMatcher::new(t.clone(), g.clone()))
+            }
+        };
+        let funnel = Funnel::new(job.params.sampling.clone())
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        Ok(Sequence {
+            index,
+            mask: vec![0; vocabulary.logits_width().div_ceil(32)],
+            vocabulary,
+            constraint,
+            funnel,
+            history: History::from_prompt(&job.prompt),
+            rng: Xoshiro256StarStar::seed_from_u64(job.params.seed.wrapping_add(index as u64)),
+            params: job.params.clone(),
+            prompt: job.prompt.clone(),
+            ctx_size,
+            position: 0,
+            pending: Vec::new(),
+            output: Vec::new(),
+            sent: 0,
+            generated: 0,
+            logprobs: Vec::new(),
+            finished: None,
+            stats: SequenceStats::default(),
+        })
+    }
+
+    /// The tokens to evaluate before the next draw (the prompt first), or the end. Tokens the
+    /// grammar forces are appended here, without a draw.
+    pub fn next_tokens(&mut self) -> Result<Next, ApiError> {
+        if self.position == 0 {
+            return Ok(Next::Evaluate(self.prompt.clone()));
+        }
+        loop {
+            if let Some(finish) = self.finished {
+                return Ok(Next::Done(self.done(finish)));
+            }
+            let budget = self.params.max_tokens.saturating_sub(self.generated);
+            let room = self
+                .ctx_size
+                .saturating_sub(self.position + self.pending.len());
+            if self.constraint.is_finished() {
+                self.finished = Some(Finish::Stop);
+                continue;
+            }
+            if self.params.fast_forward {
+                let forced = self.constraint.forced_tokens().map_err(match_error)?;
+                if !forced.is_empty() {
+                    let take = forced.len().min(budget).min(room);
+                    if take == 0 {
+                        self.finished = Some(self.limit_finish());
+                        continue;
+                    }
+                    for &token in &forced[..take] {
+                        self.constraint.accept(token).map_err(match_error)?;
+                        self.stats.forced += 1;
+                        if self.push(token) {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+            }
+            if budget == 0 || room == 0 {
+                self.finished = Some(self.limit_finish());
+                continue;
+            }
+            return Ok(Next::Evaluate(std::mem::take(&mut self.pending)));
+        }
+    }
+
+    /// How a sequence ends at the token limit: `stop` if its constrained output is complete
+    /// there, else `length`.
+    fn limit_finish(&self) -> Finish {
+        if self.constraint.is_complete() {
+            Finish::Stop
+        } else {
+            Finish::Length
+        }
+    }
+
+    /// Draws the next token from the logits after the evaluated tokens; returns the text (and
+    /// log-probabilities) that can be sent now.
+    pub fn sample(&mut self, logits: &[f32]) -> Result<Option<Event>, ApiError> {
+        let t = Instant::now();
+        let masked = self
+            .constraint
+            .fill_mask(&mut self.mask)
+            .map_err(match_error)?;
+        if masked {
+            self.stats.mask_time += t.elapsed();
+            self.stats.masks += 1;
+        }
+        let mask = masked.then_some(self.mask.as_slice());
+        let token = self
+            .funnel
+            .sample_from(logits, mask, &self.history, &mut self.rng)
+            .map_err(|e| ApiError::internal(format!("sampling: {e}")))?;
+        if let Some(top) = self.params.logprobs {
+            self.logprobs
+                .push(token_logprob(logits, token, top, &self.vocabulary));
+        }
+        self.constraint.accept(token).map_err(match_error)?;
+        self.stats.sampled += 1;
+        self.push(token);
+        Ok(self.delta())
+    }
+
+    /// Records a chosen token; true when it ended the sequence.
+    fn push(&mut self, token: u32) -> bool {
+        self.history.push(token);
+        self.generated += 1;
+        if self.vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
+            self.finished = Some(Finish::Stop);
+            return true;
+        }
+        let free_before = self.constraint.is_free_text();
+        let before = self.output.len();
+        if let Some(bytes) = self.vocabulary.token_bytes(token) {
+            self.output.extend_from_slice(bytes);
+        }
+        self.pending.push(token);
+        if free_before && !self.params.stop.is_empty() {
+            if let Some(at) = find_stop(&self.output, before, &self.params.stop) {
+                self.output.truncate(at);
+                self.finished = Some(Finish::Stop);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The text that is safe to send: whole characters, minus what may become a stop string.
+    fn delta(&mut self) -> Option<Event> {
+        let mut end = self.output.len();
+        if self.constraint.is_free_text() && self.finished.is_none() {
+            end -= held_back(&self.output, &self.params.stop);
+        }
+        let text = if end > self.sent {
+            match std::str::from_utf8(&self.output[self.sent..end]) {
+                Ok(s) => s.to_string(),
+                Err(e) if e.error_len().is_none() => {
+                    end = self.sent + e.valid_up_to();
+                    String::from_utf8_lossy(&self.output[self.sent..end]).into_owned()
+                }
+                Err(_) => String::from_utf8_lossy(&self.output[self.sent..end]).into_owned(),
+            }
+        } else {
+            end = self.sent;
+            String::new()
+        };
+        self.sent = end;
+        let logprobs = std::mem::take(&mut self.logprobs);
+        if text.is_empty() && logprobs.is_empty() {
+            return None;
+        }
+        Some(Event::Delta {
+            index: self.index,
+            text,
+            logprobs,
+        })
+    }
+
+    fn done(&mut self, finish: Finish) -> Done {
+        Done {
+            index: self.index,
+            text: String::from_utf8_lossy(&self.output).into_owned(),
+            finish,
+            completion_tokens: self.generated,
+            trigger_start: self.constraint.trigger_start(),
+        }
+    }
+
+    /// The text not yet sent (at the end: everything left), with the pending log-probabilities.
+    pub fn flush(&mut self) -> Option<Event> {
+        let text =
+            String::from_utf8_lossy(&self.output[self.sent.min(self.output.len())..]).into_owned();
+        self.sent = self.output.len();
+        let logprobs = std::mem::take(&mut self.logprobs);
+        (!text.is_empty() || !logprobs.is_empty()).then(|| Event::Delta {
+            index: self.index,
+            text,
+            logprobs,
+        })
+    }
+}
+
+fn match_error(e: constrain::MatchError) -> ApiError {
+    ApiError::internal(format!("constraint: {e}"))
+}
+
+/// Where the first stop string starts, looking only at matches that end after `from`.
+fn find_stop(output: &[u8], from: usize, stops: &[String]) -> Option<usize> {
+    stops
+        .iter()
+        .filter_map(|s| {
+            let s = s.as_bytes();
+            let start = from.saturating_sub(s.len().saturating_sub(1));
+            output[start..]
+                .windows(s.len())
+                .position(|w| w == s)
+                .map(|p| start + p)
+        })
+        .min()
+}
+
+/// Bytes at the end of `output` that may be the start of a stop string.
+fn held_back(output: &[u8], stops: &[String]) -> usize {
+    stops
+        .iter()
+        .map(|s| {
+            let s = s.as_bytes();
+            let max = (s.len().saturating_sub(1)).min(output.len());
+            (1..=max)
+                .rev()
+                .find(|&n| s.starts_with(&output[output.len() - n..]))
+                .unwrap_or(0)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The log-probability of `token` under `logits`, with the `top` most likely tokens.
+pub fn token_logprob(
+    logits: &[f32],
+    token: u32,
+    top: usize,
+    vocabulary: &Vocabulary,
+) -> TokenLogprob {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
+    let lse = f64::from(max) + sum.ln();
+    let lp = |id: u32| {
+        (f64::from(
+            logits
+                .get(id as usize)
+                .copied()
+                .unwrap_or(f32::NEG_INFINITY),
+        ) - lse) as f32
+    };
+    let bytes = |id: u32| {
+        if vocabulary.kind(id) == Some(TokenKind::EndOfSequence) {
+            Vec::new()
+        } else {
+            vocabulary
+                .token_bytes(id)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default()
+        }
+    };
+    let mut best: Vec<(f32, u32)> = Vec::with_capacity(top + 1);
+    if top > 0 {
+        for (id, &l) in logits.iter().enumerate() {
+            if best.len() < top || l > best[best.len() - 1].0 {
+                let at = best.partition_point(|&(b, _)| b >= l);
+                best.insert(at, (l, id as u32));
+                best.truncate(top);
+            }
+        }
+    }
+    TokenLogprob {
+        bytes: bytes(token),
+        logprob: lp(token),
+        top: best
+            .into_iter()
+            .map(|(_, id)| (bytes(id), lp(id)))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_strings_are_found_across_tokens_and_held_back() {
+        let stops = vec!["END".to_string(), "\n\n".to_string()];
+        assert_eq!(find_stop(b"abcEN", 3, &stops), None);
+        assert_eq!(find_stop(b"abcEND", 5, &stops), Some(3));
+        assert_eq!(find_stop(b"a\n\nb", 2, &stops), Some(1));
+        assert_eq!(held_back(b"abcEN", &stops), 2);
+        assert_eq!(held_back(b"abc\n", &stops), 1);
+        assert_eq!(held_back(b"abc", &stops), 0);
+    }
+
+    #[test]
+    fn logprobs_are_log_softmax_with_the_best_first() {
+        let vocab = Vocabulary::from_tokens(
+            ["a", "b", "c"]
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as u32, t.as_bytes().to_vec(), TokenKind::Text)),
+        )
+        .unwrap();
+        let logits = [0.0f32, (2.0f32).ln(), 0.0];
+        let lp = token_logprob(&logits, 1, 2, &vocab);
+        assert!((lp.logprob - 0.5f32.ln()).abs() < 1e-6);
+        assert_eq!(lp.top.len(), 2);
+        assert_eq!(lp.top[0].0, b"b");
+        assert!((lp.top[1].1 - 0.25f32.ln()).abs() < 1e-6);
+    }
+}

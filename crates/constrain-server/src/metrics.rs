@@ -1,0 +1,220 @@
+//! Counters behind `GET /metrics`, in Prometheus' text format.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::engine::SequenceStats;
+
+/// Everything `/metrics` reports.
+#[derive(Default)]
+pub struct Metrics {
+    /// Requests answered, by route and status code.
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    /// Jobs waiting for a worker.
+    pub queued: AtomicUsize,
+    /// Jobs a worker is running.
+    pub active: AtomicUsize,
+    /// Jobs stopped because their client went away.
+    pub cancelled: AtomicU64,
+    prompt_tokens: AtomicU64,
+    sampled_tokens: AtomicU64,
+    forced_tokens: AtomicU64,
+    sequences: AtomicU64,
+    masks: AtomicU64,
+    mask_ns: AtomicU64,
+    eval_ns: AtomicU64,
+    evals: AtomicU64,
+    compiles: AtomicU64,
+    compile_ns: AtomicU64,
+    cache_hits: AtomicU64,
+    /// Time to the first token of each request: sum and count, for the mean.
+    ttft_ns: AtomicU64,
+    ttft_count: AtomicU64,
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Metrics {
+    /// Counts an answered request.
+    pub fn count_request(&self, route: &str, status: u16) {
+        *self
+            .requests
+            .lock()
+            .entry((route.to_string(), status))
+            .or_default() += 1;
+    }
+
+    /// Counts a request's prompt tokens.
+    pub fn add_prompt_tokens(&self, n: usize) {
+        self.prompt_tokens.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Adds a finished sequence's counters.
+    pub fn add_sequence(&self, stats: &SequenceStats) {
+        self.sequences.fetch_add(1, Ordering::Relaxed);
+        self.sampled_tokens
+            .fetch_add(stats.sampled as u64, Ordering::Relaxed);
+        self.forced_tokens
+            .fetch_add(stats.forced as u64, Ordering::Relaxed);
+        self.masks.fetch_add(stats.masks as u64, Ordering::Relaxed);
+        self.mask_ns
+            .fetch_add(ns(stats.mask_time), Ordering::Relaxed);
+    }
+
+    /// Adds one model evaluation.
+    pub fn add_eval(&self, took: Duration) {
+        self.evals.fetch_add(1, Ordering::Relaxed);
+        self.eval_ns.fetch_add(ns(took), Ordering::Relaxed);
+    }
+
+    /// Adds a grammar lookup: a compilation that took `took`, or a cache hit.
+    pub fn add_compile(&self, took: Option<Duration>) {
+        match took {
+            Some(t) => {
+                self.compiles.fetch_add(1, Ordering::Relaxed);
+                self.compile_ns.fetch_add(ns(t), Ordering::Relaxed);
+            }
+            None => {
+                self.cache_hits.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Adds a request's time to its first token.
+    pub fn add_ttft(&self, took: Duration) {
+        self.ttft_count.fetch_add(1, Ordering::Relaxed);
+        self.ttft_ns.fetch_add(ns(took), Ordering::Relaxed);
+    }
+
+    /// The Prometheus text.
+    pub fn render(&self, cached_grammars: usize) -> String {
+        let mut out = String::new();
+        let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e9;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut metric = |name: &str, kind: &str, help: &str, lines: Vec<(String, String)>| {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for (labels, value) in lines {
+                let _ = writeln!(out, "{name}{labels} {value}");
+            }
+        };
+        let requests: Vec<(String, String)> = self
+            .requests
+            .lock()
+            .iter()
+            .map(|((route, status), n)| {
+                (
+                    format!("{{route=\"{route}\",status=\"{status}\"}}"),
+                    n.to_string(),
+                )
+            })
+            .collect();
+        metric(
+            "constrain_requests_total",
+            "counter",
+            "Requests answered, by route and HTTP status.",
+            requests,
+        );
+        let one = |v: String| vec![(String::new(), v)];
+        metric(
+            "constrain_queue_length",
+            "gauge",
+            "Requests waiting for a worker.",
+            one(self.queued.load(Ordering::Relaxed).to_string()),
+        );
+        metric(
+            "constrain_active_requests",
+            "gauge",
+            "Requests a worker is generating.",
+            one(self.active.load(Ordering::Relaxed).to_string()),
+        );
+        metric(
+            "constrain_cancelled_total",
+            "counter",
+            "Requests stopped because the client went away.",
+            one(get(&self.cancelled).to_string()),
+        );
+        metric(
+            "constrain_prompt_tokens_total",
+            "counter",
+            "Prompt tokens of accepted requests.",
+            one(get(&self.prompt_tokens).to_string()),
+        );
+        metric(
+            "constrain_generated_tokens_total",
+            "counter",
+            "Generated tokens, drawn by the sampler or forced by the grammar.",
+            vec![
+                (
+                    "{kind=\"sampled\"}".into(),
+                    get(&self.sampled_tokens).to_string(),
+                ),
+                (
+                    "{kind=\"forced\"}".into(),
+                    get(&self.forced_tokens).to_string(),
+                ),
+            ],
+        );
+        metric(
+            "constrain_sequences_total",
+            "counter",
+            "Sequences (choices) generated to the end.",
+            one(get(&self.sequences).to_string()),
+        );
+        metric(
+            "constrain_mask_seconds",
+            "summary",
+            "Time computing token masks.",
+            vec![
+                ("_sum".into(), secs(&self.mask_ns).to_string()),
+                ("_count".into(), get(&self.masks).to_string()),
+            ],
+        );
+        metric(
+            "constrain_eval_seconds",
+            "summary",
+            "Time in the model's forward passes.",
+            vec![
+                ("_sum".into(), secs(&self.eval_ns).to_string()),
+                ("_count".into(), get(&self.evals).to_string()),
+            ],
+        );
+        metric(
+            "constrain_compile_seconds",
+            "summary",
+            "Time compiling constraints (cache misses).",
+            vec![
+                ("_sum".into(), secs(&self.compile_ns).to_string()),
+                ("_count".into(), get(&self.compiles).to_string()),
+            ],
+        );
+        metric(
+            "constrain_grammar_cache_hits_total",
+            "counter",
+            "Constraints found compiled in the cache.",
+            one(get(&self.cache_hits).to_string()),
+        );
+        metric(
+            "constrain_grammar_cache_entries",
+            "gauge",
+            "Compiled constraints in the cache.",
+            one(cached_grammars.to_string()),
+        );
+        metric(
+            "constrain_time_to_first_token_seconds",
+            "summary",
+            "From a request's arrival to its first generated text.",
+            vec![
+                ("_sum".into(), secs(&self.ttft_ns).to_string()),
+                ("_count".into(), get(&self.ttft_count).to_string()),
+            ],
+        );
+        out
+    }
+}

@@ -1,0 +1,130 @@
+//! A chat request's messages as the turns of a chat template: the tools listed in the system
+//! turn, the assistant's past calls spelled as the model writes them, tool results as
+//! `<tool_response>` turns.
+
+use constrain_llama::ChatMessage;
+
+use crate::api::{Message, Tool};
+use crate::error::ApiError;
+use crate::tools;
+
+/// The turns to render. `tools` are listed in the system turn (`required`: the model is told it
+/// must call one); `None` lists none.
+pub fn chat_messages(
+    messages: &[Message],
+    tools: Option<(&[&Tool], bool)>,
+) -> Result<Vec<ChatMessage>, ApiError> {
+    if messages.is_empty() {
+        return Err(ApiError::invalid_param(
+            "messages",
+            "messages must hold at least one message",
+        ));
+    }
+    let mut out: Vec<ChatMessage> = Vec::new();
+    let mut system = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let param = format!("messages[{i}]");
+        let text = match &m.content {
+            Some(c) => c.text(&format!("{param}.content"))?,
+            None => String::new(),
+        };
+        match m.role.as_str() {
+            "system" | "developer" => system.push(text),
+            "user" => {
+                let text = match &m.name {
+                    Some(name) if !name.is_empty() => format!("{name}: {text}"),
+                    _ => text,
+                };
+                out.push(ChatMessage::new("user", text));
+            }
+            "assistant" => {
+                let mut text = text;
+                for call in m.tool_calls.iter().flatten() {
+                    if !text.is_empty() {
+                        text.push_str(tools::CALL_SEPARATOR);
+                    }
+                    text.push_str(&tools::render_call(
+                        &call.function.name,
+                        &call.function.arguments,
+                    ));
+                }
+                out.push(ChatMessage::new("assistant", text));
+            }
+            "tool" | "function" => {
+                let response = format!("<tool_response>\n{text}\n</tool_response>");
+                // Results of one round of calls share one turn.
+                match out.last_mut() {
+                    Some(last)
+                        if last.role == "user" && last.content.ends_with("</tool_response>") =>
+                    {
+                        last.content.push('\n');
+                        last.content.push_str(&response);
+                    }
+                    _ => out.push(ChatMessage::new("user", response)),
+                }
+            }
+            other => {
+                return Err(ApiError::invalid_param(
+                    &format!("{param}.role"),
+                    format!(
+                        "unknown role {other:?}: use system, developer, user, assistant or tool"
+                    ),
+                ))
+            }
+        }
+    }
+    if let Some((tools, required)) = tools {
+        if !tools.is_empty() {
+            system.push(tools::system_prompt(tools, required));
+        }
+    }
+    let system: Vec<String> = system.into_iter().filter(|s| !s.is_empty()).collect();
+    if !system.is_empty() {
+        out.insert(0, ChatMessage::new("system", system.join("\n\n")));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use constrain_llama::ChatTemplate;
+    use serde_json::json;
+
+    fn messages(v: serde_json::Value) -> Vec<Message> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_tool_round_trip_renders_with_gemma() {
+        let m = messages(json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "12C"}
+        ]));
+        let tool: Tool = serde_json::from_value(json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})).unwrap();
+        let turns = chat_messages(&m, Some((&[&tool], false))).unwrap();
+        assert_eq!(turns.len(), 4);
+        assert_eq!(turns[0].role, "system");
+        assert!(turns[0].content.starts_with("Be brief.\n\nYou may call"));
+        assert_eq!(
+            turns[2].content,
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>"
+        );
+        assert_eq!(turns[3].content, "<tool_response>\n12C\n</tool_response>");
+        let text = ChatTemplate::Gemma.render(&turns, true);
+        assert!(text.starts_with("<start_of_turn>user\nBe brief."));
+        assert!(text.contains("<start_of_turn>model\n<tool_call>"));
+        assert!(text.ends_with("</tool_response><end_of_turn>\n<start_of_turn>model\n"));
+    }
+
+    #[test]
+    fn bad_roles_and_empty_conversations() {
+        assert!(chat_messages(&[], None).is_err());
+        let e =
+            chat_messages(&messages(json!([{"role": "robot", "content": "x"}])), None).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("messages[0].role"));
+    }
+}
