@@ -19,11 +19,13 @@
 #![deny(missing_docs)]
 
 mod automaton;
+mod bytes;
 mod compiled;
 mod discard;
 mod error;
 mod grammar;
 mod interner;
+mod lexeme_masks;
 mod lexer;
 mod limits;
 mod mask;

@@ -63,7 +63,7 @@ impl Lexer {
     }
 }
 
-/// The UTF-8 byte ranges of string characters (see `token_index::is_string_char`), one
+/// The UTF-8 byte ranges of string characters (see `bytes::is_string_char`), one
 /// sequence of ranges per character length and lead-byte range; ASCII first, where most
 /// states that do not loop fail.
 pub(super) static STRING_CHAR_SEQUENCES: std::sync::LazyLock<Vec<Vec<(u8, u8)>>> =
@@ -72,7 +72,7 @@ pub(super) static STRING_CHAR_SEQUENCES: std::sync::LazyLock<Vec<Vec<(u8, u8)>>>
             .iter()
             .map(|&r| vec![r])
             .collect();
-        // Around the line separators, U+2028 and U+2029 (`token_index::LINE_SEPARATORS`).
+        // Around the line separators, U+2028 and U+2029 (`bytes::LINE_SEPARATORS`).
         for (lo, hi) in [('\u{80}', '\u{2027}'), ('\u{202A}', char::MAX)] {
             for seq in Utf8Sequences::new(lo, hi) {
                 sequences.push(seq.as_slice().iter().map(|r| (r.start, r.end)).collect());

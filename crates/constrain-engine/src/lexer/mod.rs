@@ -14,12 +14,12 @@ mod tests;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::bytes::{alphabet_of, BYTE_ALPHABETS, TEXT};
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::Terminal;
 use crate::interner::IdsByHash;
 use crate::limits::{Deadline, Limits};
 use crate::terminal::{ByteSet, Terminals};
-use crate::token_index::{alphabet_of, BYTE_ALPHABETS, TEXT};
 use crate::transitions::TransitionTable;
 
 use classes::{byte_classes, mark_byte_boundaries, CharClasses};

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use crate::bytes::TEXT;
 use crate::error::MatchError;
 use crate::text_run::{
     radius_by_successors, radius_within, MAX_EXPLORED as MAX_TEXT_EXPLORED, MAX_RADIUS,
 };
-use crate::token_index::TEXT;
 
 use super::classes::CharClasses;
 use super::{LexId, Lexer, LEX_DEAD, UNKNOWN};
@@ -59,7 +59,7 @@ pub(super) struct StepMemo {
     targets: Vec<u32>,
 }
 
-/// What a radius counts: the bytes of one byte alphabet (see `token_index::alphabet_of`), or
+/// What a radius counts: the bytes of one byte alphabet (see `bytes::alphabet_of`), or
 /// whole string characters.
 #[derive(Clone, Copy)]
 pub(super) enum Alphabet {
@@ -84,7 +84,7 @@ pub(super) fn holds_all(set: &[(u32, u32)], group: &[(u32, u32)]) -> bool {
 
 impl Lexer {
     /// The radius of `state` over byte alphabet `alphabet` (see `text_run` and
-    /// `token_index::alphabet_of`): bad states are dead or accepting (where a lexeme walk
+    /// `bytes::alphabet_of`): bad states are dead or accepting (where a lexeme walk
     /// stops).
     pub(crate) fn radius(&mut self, state: LexId, alphabet: usize) -> Result<u8, MatchError> {
         if let Some(known) = self.byte_radius[state as usize][alphabet] {
@@ -158,7 +158,7 @@ impl Lexer {
         Some(nearest.saturating_sub(1).min(MAX_RADIUS))
     }
 
-    /// Whether any run of whole string characters (see `token_index::is_string_char`) read
+    /// Whether any run of whole string characters (see `bytes::is_string_char`) read
     /// from `state` keeps the lexeme alive and never lets it end: one of its NFA states, or a
     /// group of them (see [`Self::surviving_group`]), lives through every such run, and no
     /// match state is reachable through their bytes. A lexeme walk then takes a whole subtree
@@ -199,7 +199,7 @@ impl Lexer {
     }
 
     /// The string radius of `state`: like the text radius (see `text_run`), counted in whole
-    /// string characters of any script (see `token_index::is_string_char`), every byte of
+    /// string characters of any script (see `bytes::is_string_char`), every byte of
     /// which must keep the lexeme alive and not ended. A string body with `maxLength` has the
     /// characters it has left, whatever their script.
     pub(crate) fn string_radius(&mut self, state: LexId) -> Result<u8, MatchError> {

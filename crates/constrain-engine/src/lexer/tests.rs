@@ -510,11 +510,8 @@ fn a_dot_that_leaves_out_the_line_separators_is_free_in_strings() {
         lexer.free_in_strings(one_left_out),
         "U+2029 is not a string character"
     );
-    assert!(!crate::token_index::is_string_char('\u{2028}'));
-    assert!(
-        crate::token_index::is_string_char('\u{2027}')
-            && crate::token_index::is_string_char('\u{202A}')
-    );
+    assert!(!crate::bytes::is_string_char('\u{2028}'));
+    assert!(crate::bytes::is_string_char('\u{2027}') && crate::bytes::is_string_char('\u{202A}'));
 }
 
 #[test]
