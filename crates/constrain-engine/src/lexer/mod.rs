@@ -55,29 +55,8 @@ pub(crate) struct Lexer {
     max_states: usize,
     /// Per byte alphabet: the classes of its bytes.
     alphabet_classes: [Vec<usize>; BYTE_ALPHABETS],
-    /// Per state and byte alphabet: its radius (`None` until asked).
-    byte_radius: Vec<[Option<u8>; BYTE_ALPHABETS]>,
-    /// Per state: whether it is free in strings (`None` until asked).
-    free_in_strings: Vec<Option<bool>>,
-    /// Per NFA state `(terminal, state)`: whether it comes back to itself after every string
-    /// character (see [`Lexer::loops_on_string_chars`]), or, where the key's third field is
-    /// true, after every one beyond ASCII.
-    loops_in_strings: FxHashMap<(u32, u32, bool), bool>,
-    /// Per state: whether it is free in string characters beyond ASCII (`None` until asked).
-    free_in_non_ascii: Vec<Option<bool>>,
-    /// Per NFA state `(terminal, state)`: the states it lives through string characters
-    /// with, if any (see [`Lexer::surviving_group`]).
-    surviving_groups: FxHashMap<(u32, u32), Option<Group>>,
-    /// Per state: whether a control byte after string characters kills it (`None` until
-    /// asked).
-    controls_die: Vec<Option<bool>>,
-    /// Per state: its string radius (`None` until asked).
-    string_radius: Vec<Option<u8>>,
-    /// Per state: its string radius when exact (the outer `None` until asked).
-    exact_string_radius: Vec<Option<Option<u8>>>,
-    /// Per state: the bytes where some member's transitions begin or end (`None` until
-    /// asked; see [`Lexer::cuts`]).
-    cuts: Vec<Option<ByteSet>>,
+    /// What the walks asked about each state, kept once found.
+    memo: Memo,
     /// The string characters as byte classes (`None` until first asked).
     char_classes: Option<CharClasses>,
     /// The string characters beyond ASCII as byte classes (`None` until first asked).
@@ -88,6 +67,48 @@ pub(crate) struct Lexer {
     renumbering: Renumbering,
     /// Reused for the members of the next state.
     scratch: Vec<(u32, u32)>,
+}
+
+/// The lexer's memo tables: what the mask walks asked about a lexer state (or an NFA state),
+/// kept once found, since the same states are asked about from every automaton state that
+/// holds them. Per-state tables have one entry per lexer state, `None` until asked.
+#[derive(Default)]
+struct Memo {
+    /// Per state and byte alphabet: its radius.
+    byte_radius: Vec<[Option<u8>; BYTE_ALPHABETS]>,
+    /// Per state: whether it is free in strings.
+    free_in_strings: Vec<Option<bool>>,
+    /// Per state: whether it is free in string characters beyond ASCII.
+    free_in_non_ascii: Vec<Option<bool>>,
+    /// Per state: whether a control byte after string characters kills it.
+    controls_die: Vec<Option<bool>>,
+    /// Per state: its string radius.
+    string_radius: Vec<Option<u8>>,
+    /// Per state: its string radius when exact (the outer `None` until asked).
+    exact_string_radius: Vec<Option<Option<u8>>>,
+    /// Per state: the bytes where some member's transitions begin or end (see
+    /// [`Lexer::cuts`]).
+    cuts: Vec<Option<ByteSet>>,
+    /// Per NFA state `(terminal, state)`: whether it comes back to itself after every string
+    /// character (see [`Lexer::loops_on_string_chars`]), or, where the key's third field is
+    /// true, after every one beyond ASCII.
+    loops_in_strings: FxHashMap<(u32, u32, bool), bool>,
+    /// Per NFA state `(terminal, state)`: the states it lives through string characters
+    /// with, if any (see [`Lexer::surviving_group`]).
+    surviving_groups: FxHashMap<(u32, u32), Option<Group>>,
+}
+
+impl Memo {
+    /// Room for one more lexer state, nothing known about it yet.
+    fn add_state(&mut self) {
+        self.byte_radius.push([None; BYTE_ALPHABETS]);
+        self.free_in_strings.push(None);
+        self.free_in_non_ascii.push(None);
+        self.controls_die.push(None);
+        self.string_radius.push(None);
+        self.exact_string_radius.push(None);
+        self.cuts.push(None);
+    }
 }
 
 impl Lexer {
@@ -139,15 +160,7 @@ impl Lexer {
             starts: FxHashMap::default(),
             max_states: limits.max_lexer_states,
             alphabet_classes,
-            byte_radius: Vec::new(),
-            free_in_strings: Vec::new(),
-            loops_in_strings: FxHashMap::default(),
-            free_in_non_ascii: Vec::new(),
-            surviving_groups: FxHashMap::default(),
-            controls_die: Vec::new(),
-            string_radius: Vec::new(),
-            exact_string_radius: Vec::new(),
-            cuts: Vec::new(),
+            memo: Memo::default(),
             char_classes: None,
             non_ascii_char_classes: None,
             deadline: None,
@@ -289,14 +302,14 @@ impl Lexer {
     /// The bytes where some member of `state` may step differently than on the byte before
     /// (the ends of its transitions' byte ranges).
     fn cuts(&mut self, state: LexId) -> ByteSet {
-        if let Some(cuts) = self.cuts[state as usize] {
+        if let Some(cuts) = self.memo.cuts[state as usize] {
             return cuts;
         }
         let mut cuts = ByteSet::default();
         for &(t, s) in self.states[state as usize].iter() {
             self.terminals.mark_cuts(t, s, &mut cuts);
         }
-        self.cuts[state as usize] = Some(cuts);
+        self.memo.cuts[state as usize] = Some(cuts);
         cuts
     }
 
@@ -390,13 +403,7 @@ impl Lexer {
             .collect();
         accepts.dedup();
         self.extends.push(accepts.len() < set.len());
-        self.byte_radius.push([None; BYTE_ALPHABETS]);
-        self.free_in_strings.push(None);
-        self.free_in_non_ascii.push(None);
-        self.controls_die.push(None);
-        self.string_radius.push(None);
-        self.exact_string_radius.push(None);
-        self.cuts.push(None);
+        self.memo.add_state();
         self.ids.insert(hash, id);
         self.states.push(set.as_slice().into());
         self.can_end.push(!accepts.is_empty());

@@ -87,7 +87,7 @@ impl Lexer {
     /// `bytes::alphabet_of`): bad states are dead or accepting (where a lexeme walk
     /// stops).
     pub(crate) fn radius(&mut self, state: LexId, alphabet: usize) -> Result<u8, MatchError> {
-        if let Some(known) = self.byte_radius[state as usize][alphabet] {
+        if let Some(known) = self.memo.byte_radius[state as usize][alphabet] {
             return Ok(known);
         }
         if let Some(radius) = self.counted_radius(state, Alphabet::Bytes(alphabet))? {
@@ -95,7 +95,7 @@ impl Lexer {
         }
         if alphabet == TEXT {
             if let Some(radius) = self.looping_radius(state) {
-                self.byte_radius[state as usize][TEXT] = Some(radius);
+                self.memo.byte_radius[state as usize][TEXT] = Some(radius);
                 return Ok(radius);
             }
         }
@@ -164,7 +164,7 @@ impl Lexer {
     /// match state is reachable through their bytes. A lexeme walk then takes a whole subtree
     /// of such characters at once, in any script.
     pub(crate) fn free_in_strings(&mut self, state: LexId) -> bool {
-        if let Some(known) = self.free_in_strings[state as usize] {
+        if let Some(known) = self.memo.free_in_strings[state as usize] {
             return known;
         }
         let chars = self.char_classes();
@@ -175,7 +175,7 @@ impl Lexer {
                     .surviving_group(t, s, &chars)
                     .is_some_and(|group| holds_all(&set, &group))
         }) && !self.match_reachable_in_strings(&set);
-        self.free_in_strings[state as usize] = Some(free);
+        self.memo.free_in_strings[state as usize] = Some(free);
         free
     }
 
@@ -184,7 +184,7 @@ impl Lexer {
     /// characters end or kill (the keys an object leaves to a pattern that lists ASCII
     /// characters, say), which most of a multilingual vocabulary is.
     pub(crate) fn free_in_non_ascii(&mut self, state: LexId) -> bool {
-        if let Some(known) = self.free_in_non_ascii[state as usize] {
+        if let Some(known) = self.memo.free_in_non_ascii[state as usize] {
             return known;
         }
         let free = self.free_in_strings(state) || {
@@ -194,7 +194,7 @@ impl Lexer {
                 .any(|&(t, s)| self.loops_on_non_ascii_chars(t, s, &chars))
                 && !self.match_reachable_in_strings(&set)
         };
-        self.free_in_non_ascii[state as usize] = Some(free);
+        self.memo.free_in_non_ascii[state as usize] = Some(free);
         free
     }
 
@@ -203,7 +203,7 @@ impl Lexer {
     /// which must keep the lexeme alive and not ended. A string body with `maxLength` has the
     /// characters it has left, whatever their script.
     pub(crate) fn string_radius(&mut self, state: LexId) -> Result<u8, MatchError> {
-        if let Some(known) = self.string_radius[state as usize] {
+        if let Some(known) = self.memo.string_radius[state as usize] {
             return Ok(known);
         }
         if let Some(radius) = self.counted_radius(state, Alphabet::String)? {
@@ -217,7 +217,7 @@ impl Lexer {
                 None => return self.chain_radius(state, Alphabet::String),
             }
         };
-        self.string_radius[state as usize] = Some(radius);
+        self.memo.string_radius[state as usize] = Some(radius);
         Ok(radius)
     }
 
@@ -228,11 +228,11 @@ impl Lexer {
     /// allowed from `state` exactly when it has no more characters than that, and a
     /// lexeme walk decides all of them at once (see `mask::lexeme_mask`).
     pub(crate) fn exact_string_radius(&mut self, state: LexId) -> Result<Option<u8>, MatchError> {
-        if let Some(known) = self.exact_string_radius[state as usize] {
+        if let Some(known) = self.memo.exact_string_radius[state as usize] {
             return Ok(known);
         }
         let radius = self.find_exact_string_radius(state)?;
-        self.exact_string_radius[state as usize] = Some(radius);
+        self.memo.exact_string_radius[state as usize] = Some(radius);
         Ok(radius)
     }
 
@@ -457,8 +457,8 @@ impl Lexer {
 
     pub(super) fn cached_radius(&mut self, state: LexId, alphabet: Alphabet) -> &mut Option<u8> {
         match alphabet {
-            Alphabet::Bytes(a) => &mut self.byte_radius[state as usize][a],
-            Alphabet::String => &mut self.string_radius[state as usize],
+            Alphabet::Bytes(a) => &mut self.memo.byte_radius[state as usize][a],
+            Alphabet::String => &mut self.memo.string_radius[state as usize],
         }
     }
 
@@ -587,14 +587,14 @@ impl Lexer {
     /// control byte, read from a state with the string radius for them, is then rejected
     /// whatever follows (see `mask::lexeme_mask`).
     pub(crate) fn controls_die_in_strings(&mut self, state: LexId) -> bool {
-        if let Some(known) = self.controls_die[state as usize] {
+        if let Some(known) = self.memo.controls_die[state as usize] {
             return known;
         }
         let members = &self.states[state as usize];
         let die = !members
             .iter()
             .any(|&(t, s)| self.terminals.reaches_control_in_strings(t, s));
-        self.controls_die[state as usize] = Some(die);
+        self.memo.controls_die[state as usize] = Some(die);
         die
     }
 
@@ -607,11 +607,11 @@ impl Lexer {
     /// its declared keys use, with the way out to any string on every other character; no one
     /// of its states lives alone. Remembered per NFA state.
     pub(super) fn surviving_group(&mut self, t: u32, s: u32, chars: &CharClasses) -> Option<Group> {
-        if let Some(known) = self.surviving_groups.get(&(t, s)) {
+        if let Some(known) = self.memo.surviving_groups.get(&(t, s)) {
             return known.clone();
         }
         let group = self.surviving_group_uncached(t, s, chars);
-        self.surviving_groups.insert((t, s), group.clone());
+        self.memo.surviving_groups.insert((t, s), group.clone());
         group
     }
 
@@ -686,11 +686,11 @@ impl Lexer {
         chars: &CharClasses,
         beyond_ascii: bool,
     ) -> bool {
-        if let Some(&loops) = self.loops_in_strings.get(&(t, s, beyond_ascii)) {
+        if let Some(&loops) = self.memo.loops_in_strings.get(&(t, s, beyond_ascii)) {
             return loops;
         }
         let loops = self.loops_through(t, s, chars);
-        self.loops_in_strings.insert((t, s, beyond_ascii), loops);
+        self.memo.loops_in_strings.insert((t, s, beyond_ascii), loops);
         loops
     }
 
