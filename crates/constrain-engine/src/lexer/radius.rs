@@ -690,7 +690,9 @@ impl Lexer {
             return loops;
         }
         let loops = self.loops_through(t, s, chars);
-        self.memo.loops_in_strings.insert((t, s, beyond_ascii), loops);
+        self.memo
+            .loops_in_strings
+            .insert((t, s, beyond_ascii), loops);
         loops
     }
 
