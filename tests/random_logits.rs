@@ -66,15 +66,10 @@ fn schemas() -> Vec<(&'static str, serde_json::Value)> {
 
 /// Logits from a xorshift generator: a model that knows nothing.
 fn random_model(seed: u64, width: usize) -> impl FnMut(&[u32]) -> Vec<f32> {
-    let mut state = seed | 1;
+    let mut rng = constrain_testdata::XorShift64::new(seed | 1);
     move |_| {
         (0..width)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 40) as f32 / (1u64 << 24) as f32 * 8.0
-            })
+            .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 8.0)
             .collect()
     }
 }

@@ -16,6 +16,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// the thread cache's default limit, and then every mask freed and allocated again went
 /// through the shared arena (about a fifth of the mask time on the Gemma 3 tokenizer).
 #[cfg(not(target_env = "msvc"))]
+#[allow(unsafe_code)] // `export_name` is how jemalloc finds its options; nothing else is unsafe.
 #[export_name = "_rjem_malloc_conf"]
 static ALLOCATOR_OPTIONS: &[u8; 17] = b"tcache_max:65536\0";
 

@@ -8,13 +8,13 @@
 //! `constrain bench soundness` runs the same check from the command line.
 
 #[allow(dead_code)]
-#[path = "../src/commands/maskbench/json_text.rs"]
+#[path = "../../constrain-bench/src/maskbench/json_text.rs"]
 mod json_text;
 #[allow(dead_code)]
-#[path = "../src/commands/maskbench/sample.rs"]
+#[path = "../../constrain-bench/src/maskbench/sample.rs"]
 mod sample;
 #[allow(dead_code)]
-#[path = "../src/commands/maskbench/soundness_check.rs"]
+#[path = "../../constrain-bench/src/maskbench/soundness_check.rs"]
 mod soundness_check;
 
 use constrain_engine::TokenIndex;

@@ -19,12 +19,14 @@
 #![deny(missing_docs)]
 
 mod automaton;
+mod bytes;
 mod compiled;
 mod completion;
 mod discard;
 mod error;
 mod grammar;
 mod interner;
+mod lexeme_masks;
 mod lexer;
 mod limits;
 mod mask;

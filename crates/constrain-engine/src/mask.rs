@@ -24,96 +24,15 @@
 //! the count becomes exact (a pattern met inside a `maxLength`) decides the runs of string
 //! characters of its subtree in one pass over its tokens (`TokenIndex::allow_runs_up_to`).
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{Automaton, StateId, DEAD};
 use crate::error::MatchError;
+use crate::lexeme_masks::set_bits;
 use crate::lexer::{LexId, LEX_DEAD};
-use crate::token_index::{set_bits, TokenIndex, SHORT_STRING};
+use crate::token_index::{TokenIndex, SHORT_STRING};
 
-/// What a lexer state alone decides about the vocabulary.
-#[derive(Debug)]
-pub(crate) struct LexemeMask {
-    /// Tokens allowed in any context.
-    pub inside: Inside,
-    /// Trie nodes (with their byte path) below which validity depends on the parser.
-    pub boundaries: Vec<(u32, Box<[u8]>)>,
-}
-
-impl LexemeMask {
-    /// Approximate memory held.
-    pub fn bytes(&self) -> usize {
-        self.inside.bytes()
-            + self
-                .boundaries
-                .iter()
-                .map(|(_, path)| 8 + path.len())
-                .sum::<usize>()
-    }
-}
-
-/// The tokens a lexeme walk allows in any context: a mask, or their ids when they are few.
-/// The key of one member of an object allows a handful of tokens, and the key position of an
-/// object of hundreds of members joins hundreds of such walks: their masks would be megabytes
-/// to allocate, keep and read.
-#[derive(Debug)]
-pub(crate) enum Inside {
-    Mask(Box<[u32]>),
-    Tokens(Box<[u32]>),
-}
-
-/// A walk's tokens are kept as ids when they number at most a mask's words over this: the ids
-/// then take a quarter of the mask's memory at most.
-const IDS_PER_MASK_WORDS: usize = 4;
-
-impl Inside {
-    /// `mask`, as ids when it allows few tokens: read up to where it holds too many for
-    /// that, so a full mask costs a few words.
-    pub fn from_mask(mask: Box<[u32]>) -> Inside {
-        let most = mask.len() / IDS_PER_MASK_WORDS;
-        let mut ids = Vec::new();
-        for (i, &word) in mask.iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                ids.push((i as u32) << 5 | bits.trailing_zeros());
-                bits &= bits - 1;
-            }
-            if ids.len() > most {
-                return Inside::Mask(mask);
-            }
-        }
-        Inside::Tokens(ids.into_boxed_slice())
-    }
-
-    /// Adds these tokens to `mask`.
-    pub fn add_to(&self, mask: &mut [u32]) {
-        match self {
-            Inside::Mask(words) => mask.iter_mut().zip(words.iter()).for_each(|(a, b)| *a |= b),
-            Inside::Tokens(ids) => set_bits(mask, ids),
-        }
-    }
-
-    /// These tokens as a mask of `words` words, in a new shared allocation.
-    pub fn to_shared_mask(&self, words: usize) -> Arc<[u32]> {
-        match self {
-            Inside::Mask(mask) => Arc::from(&mask[..]),
-            Inside::Tokens(ids) => {
-                let mut mask: Arc<[u32]> = vec![0u32; words].into();
-                let words = Arc::get_mut(&mut mask).expect("a new Arc is not shared");
-                set_bits(words, ids);
-                mask
-            }
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        match self {
-            Inside::Mask(words) | Inside::Tokens(words) => words.len() * 4,
-        }
-    }
-}
+pub(crate) use crate::lexeme_masks::{Inside, LexemeMask};
 
 /// The lexeme walk from `lex`.
 pub(crate) fn lexeme_mask(
@@ -338,7 +257,7 @@ impl DecidedRuns {
 }
 
 /// The bytes of a path from the trie's root as string characters (see
-/// `token_index::is_string_char`, here not telling the line separators apart): how many whole
+/// `bytes::is_string_char`, here not telling the line separators apart): how many whole
 /// ones, and how many continuation bytes the last one still needs.
 #[derive(Clone, Copy, Default)]
 struct PathChars {

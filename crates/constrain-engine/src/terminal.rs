@@ -27,10 +27,10 @@ use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Class, Hir, HirKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::bytes::{is_string_byte, is_text_byte};
 use crate::error::MatchError;
-use crate::grammar::{any_bit_in, RegexGraph, Terminal};
+use crate::grammar::{any_bit_in, fingerprint, same_hir, RegexGraph, Terminal};
 use crate::limits::{Deadline, Limits};
-use crate::token_index::{is_string_byte, is_text_byte};
 
 /// States an ε-closure search tracks in a list before it switches to a set.
 const SMALL_CLOSURE: usize = 32;
@@ -755,74 +755,6 @@ fn epsilon_closure(piece: &Piece, start: StateID) -> Box<[u32]> {
     // Sorted, a step from one member adds a sorted run, which the lexer's sort then merges.
     found.sort_unstable();
     found.into()
-}
-
-/// A hash of the structure of `hir` (which has no `Hash` of its own), computed iteratively.
-pub(crate) fn fingerprint(hir: &Hir) -> u64 {
-    use regex_syntax::hir::{Class, HirKind};
-    use std::hash::{Hash, Hasher};
-    let mut hasher = rustc_hash::FxHasher::default();
-    let mut stack = vec![hir];
-    while let Some(h) = stack.pop() {
-        std::mem::discriminant(h.kind()).hash(&mut hasher);
-        match h.kind() {
-            HirKind::Empty => {}
-            HirKind::Literal(lit) => lit.0.hash(&mut hasher),
-            HirKind::Class(Class::Unicode(class)) => {
-                for r in class.ranges() {
-                    (r.start(), r.end()).hash(&mut hasher);
-                }
-            }
-            HirKind::Class(Class::Bytes(class)) => {
-                for r in class.ranges() {
-                    (r.start(), r.end()).hash(&mut hasher);
-                }
-            }
-            HirKind::Look(look) => look.as_repr().hash(&mut hasher),
-            HirKind::Repetition(rep) => {
-                (rep.min, rep.max, rep.greedy).hash(&mut hasher);
-                stack.push(&rep.sub);
-            }
-            HirKind::Capture(cap) => stack.push(&cap.sub),
-            HirKind::Concat(parts) | HirKind::Alternation(parts) => {
-                parts.len().hash(&mut hasher);
-                stack.extend(parts.iter());
-            }
-        }
-    }
-    hasher.finish()
-}
-
-/// Whether `a` and `b` have the same structure: `Hir`'s own `==` recurses as deep as the
-/// expression, this walks an explicit stack.
-pub(crate) fn same_hir(a: &Hir, b: &Hir) -> bool {
-    let mut pairs = vec![(a, b)];
-    while let Some((a, b)) = pairs.pop() {
-        match (a.kind(), b.kind()) {
-            (HirKind::Empty, HirKind::Empty) => {}
-            (HirKind::Literal(x), HirKind::Literal(y)) if x == y => {}
-            (HirKind::Class(x), HirKind::Class(y)) if x == y => {}
-            (HirKind::Look(x), HirKind::Look(y)) if x == y => {}
-            (HirKind::Repetition(x), HirKind::Repetition(y))
-                if (x.min, x.max, x.greedy) == (y.min, y.max, y.greedy) =>
-            {
-                pairs.push((&x.sub, &y.sub));
-            }
-            (HirKind::Capture(x), HirKind::Capture(y))
-                if (x.index, &x.name) == (y.index, &y.name) =>
-            {
-                pairs.push((&x.sub, &y.sub));
-            }
-            (HirKind::Concat(xs), HirKind::Concat(ys))
-            | (HirKind::Alternation(xs), HirKind::Alternation(ys))
-                if xs.len() == ys.len() =>
-            {
-                pairs.extend(xs.iter().zip(ys.iter()));
-            }
-            _ => return false,
-        }
-    }
-    true
 }
 
 /// Splits a large `hir` into a head and the rest, when it is a concatenation whose leading

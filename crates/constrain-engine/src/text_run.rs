@@ -1,5 +1,5 @@
 //! How long a state survives text: the *text radius* lets a trie walk take a whole subtree of
-//! text bytes (see `token_index::is_text_byte`) in one step.
+//! text bytes (see `bytes::is_text_byte`) in one step.
 //!
 //! A state's radius is the largest `r` (capped) such that every string of `r` or fewer text
 //! bytes read from it passes only through good states (alive, and for a lexeme walk also not

@@ -3,16 +3,16 @@
 //! Walking it against an automaton visits every shared prefix once, and a rejected byte skips
 //! the whole subtree below it in one jump (`subtree_end`).
 
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use constrain_vocab::{TokenKind, Vocabulary};
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
 
+use crate::bytes::{alphabet_of, is_string_char, NO_ALPHABET};
 use crate::grammar::special_token_bytes;
-use crate::interner::IdsByHash;
-use crate::mask::LexemeMask;
+use crate::lexeme_masks::{set_bits, LexemeMask, SharedLexemeMasks};
+
+pub(crate) use crate::lexeme_masks::Signature;
 
 /// One trie node: the byte that leads to it, where its subtree ends, where its tokens begin,
 /// and what the walks ask about the subtree below it. Kept together and small: a walk
@@ -172,70 +172,6 @@ pub(crate) const STRING_RUNS: usize = 64;
 /// scattered bits costs more than or-ing every word (a few dozen subtrees of a 128k or 262k
 /// vocabulary, about 1 MB).
 const DENSE_TOKENS_PER_WORD: f64 = 0.25;
-
-/// Lexeme masks by [`Lexer::signature`](crate::lexer::Lexer::signature) in two generations:
-/// when the recent one fills its half of the budget it becomes the older one, whose previous
-/// masks are dropped (on a thread of their own). A mask found in the older generation moves
-/// back to the recent one, so the lexemes every grammar has (a string body, a number) outlive
-/// a stream of grammars with lexemes of their own, at the cost of one move per generation.
-#[derive(Debug, Default)]
-struct SharedLexemeMasks {
-    recent: FxHashMap<Signature, Arc<LexemeMask>>,
-    older: FxHashMap<Signature, Arc<LexemeMask>>,
-    /// Memory held by `recent`.
-    bytes: usize,
-}
-
-impl SharedLexemeMasks {
-    fn get(&mut self, signature: &Signature) -> Option<Arc<LexemeMask>> {
-        if let Some(mask) = self.recent.get(signature) {
-            return Some(mask.clone());
-        }
-        let (signature, mask) = self.older.remove_entry(signature)?;
-        self.insert(signature, mask.clone());
-        Some(mask)
-    }
-
-    fn insert(&mut self, signature: Signature, mask: Arc<LexemeMask>) {
-        let bytes = signature.words.len() * 4 + mask.bytes();
-        if self.bytes + bytes > SHARED_LEXEME_MASK_BYTES / 2 {
-            // Thousands of masks: not freed on the thread waiting for this one.
-            let recent = std::mem::take(&mut self.recent);
-            crate::free_in_background(std::mem::replace(&mut self.older, recent));
-            self.bytes = 0;
-        }
-        self.bytes += bytes;
-        self.recent.insert(signature, mask);
-    }
-}
-
-/// A lexer state's signature (see [`Lexer::signature`](crate::lexer::Lexer::signature)) with
-/// its hash, computed once: the shared masks number tens of thousands, and a map that grows
-/// hashes every key again, which for signatures of hundreds of words took a millisecond
-/// inside one mask.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Signature {
-    hash: u64,
-    words: Box<[u32]>,
-}
-
-impl Signature {
-    pub(crate) fn new(words: Box<[u32]>) -> Signature {
-        Signature {
-            hash: IdsByHash::hash_of(&words[..]),
-            words,
-        }
-    }
-}
-
-impl Hash for Signature {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
-}
-
-/// Memory for the lexeme masks shared through one [`TokenIndex`] (both generations).
-const SHARED_LEXEME_MASK_BYTES: usize = 64 << 20;
 
 impl TokenIndex {
     /// Indexes every text and special token of `vocab`.
@@ -569,20 +505,6 @@ impl TokenIndex {
     }
 }
 
-/// Characters a JSON string holds unescaped: what string bodies, free text and
-/// most of a vocabulary (every script, not only ASCII) are made of. A walk that reaches a state
-/// that never dies or ends on them can take a whole subtree of them at once (see `mask.rs`).
-///
-/// The line separators U+2028 and U+2029 are left out: ECMA-262's `.` does not match them, so
-/// the `.+` of a pattern (`^.+@.+$`) lives through every other string character, and its
-/// lexer states are free in strings; the few tokens holding them are walked one by one.
-pub(crate) fn is_string_char(c: char) -> bool {
-    c >= ' ' && c != '"' && c != '\\' && !LINE_SEPARATORS.contains(&c)
-}
-
-/// The characters ECMA-262's `.` leaves out beyond ASCII (see [`is_string_char`]).
-pub(crate) const LINE_SEPARATORS: [char; 2] = ['\u{2028}', '\u{2029}'];
-
 /// `from[k]` for `k` in `0..=bytes.len()`: how many characters `bytes[k..]` holds if it is a
 /// run of [`is_string_char`] characters (capped at 255), `None` if it is not. The last
 /// character may be cut short by the end of the token (byte-level vocabularies split
@@ -679,19 +601,6 @@ fn subtree_heights(nodes: &[Node], parent: &[u32]) -> Vec<u8> {
         height[p] = height[p].max(height[i].saturating_add(1));
     }
     height
-}
-
-/// A byte of some [`is_string_char`] character: every byte from the space on but `"` and `\`
-/// (from 0x80 on, more than UTF-8 puts together, which errs towards more paths).
-pub(crate) fn is_string_byte(b: u8) -> bool {
-    b >= b' ' && b != b'"' && b != b'\\'
-}
-
-/// Printable ASCII other than `"` and `\`: what long runs inside JSON strings and free text are
-/// made of. A walk that reaches a state which every such byte leads back to can take a whole
-/// subtree of such bytes at once (see `mask.rs`).
-pub(crate) fn is_text_byte(b: u8) -> bool {
-    (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\'
 }
 
 fn subtree_tokens<'a>(nodes: &[Node], tokens: &'a [u32], node: usize) -> &'a [u32] {
@@ -791,41 +700,6 @@ fn past_short(nodes: &[Node], parent: &[u32], count: impl Fn(&Node) -> u8) -> Ve
         };
     }
     past
-}
-
-/// How many byte alphabets the walks know (see [`alphabet_of`]).
-pub(crate) const BYTE_ALPHABETS: usize = 5;
-
-/// The widest byte alphabet: the text bytes.
-pub(crate) const TEXT: usize = BYTE_ALPHABETS - 1;
-
-/// Above every alphabet: the byte is in none.
-const NO_ALPHABET: u8 = u8::MAX;
-
-/// The narrowest of the byte alphabets holding `b` ([`NO_ALPHABET`] when none does). Each
-/// holds the one before: ASCII letters (most of a vocabulary's words, and of patterns such as
-/// `^[a-zA-Z]+( [a-zA-Z]+)*$`, which a digit kills); those and digits; those and `-`, `_`,
-/// `.` (identifiers, host names, URI schemes); text bytes but the space (the characters of a
-/// `\S+` pattern); every text byte (see [`is_text_byte`]). A walk takes a subtree at once
-/// from a state that survives the narrowest alphabet holding every byte below it, however the
-/// state does on other bytes.
-pub(crate) fn alphabet_of(b: u8) -> u8 {
-    match b {
-        b'a'..=b'z' | b'A'..=b'Z' => 0,
-        b'0'..=b'9' => 1,
-        b'-' | b'_' | b'.' => 2,
-        b' ' => 4,
-        _ if is_text_byte(b) => 3,
-        _ => NO_ALPHABET,
-    }
-}
-
-/// Sets the bits of `tokens` in `mask`.
-#[inline]
-pub(crate) fn set_bits(mask: &mut [u32], tokens: &[u32]) {
-    for &t in tokens {
-        mask[(t >> 5) as usize] |= 1 << (t & 31);
-    }
 }
 
 #[cfg(test)]
@@ -964,29 +838,6 @@ mod tests {
     }
 
     #[test]
-    fn shared_lexeme_masks_keep_what_is_used_and_stay_within_budget() {
-        // A mask of 1 MB: 32 fill a generation.
-        let mask = || {
-            Arc::new(LexemeMask {
-                inside: crate::mask::Inside::Mask(vec![0u32; 1 << 18].into_boxed_slice()),
-                boundaries: Vec::new(),
-            })
-        };
-        let signature = |i: u32| Signature::new(vec![i].into());
-        let hot = signature(u32::MAX);
-        let mut shared = SharedLexemeMasks::default();
-        shared.insert(hot.clone(), mask());
-        for i in 0..100u32 {
-            shared.insert(signature(i), mask());
-            assert!(shared.get(&hot).is_some(), "used after every grammar");
-            let held = shared.recent.len() + shared.older.len();
-            assert!(held <= 2 * 32, "{held} masks held");
-        }
-        assert!(shared.get(&signature(0)).is_none(), "unused masks go");
-        assert!(shared.get(&signature(99)).is_some(), "the latest stays");
-    }
-
-    #[test]
     fn string_run_masks_hold_exactly_the_tokens_of_so_many_string_characters() {
         let index = TokenIndex::new(mixed_letter_vocab());
         let vocab = index.vocabulary().clone();
@@ -1111,19 +962,6 @@ mod tests {
         let mut out = Vec::new();
         string_characters_from(bytes, &mut out);
         out.iter().map(Option::is_some).collect()
-    }
-
-    #[test]
-    fn alphabets_nest_and_hold_only_text() {
-        for b in 0..=255u8 {
-            let a = alphabet_of(b);
-            assert_eq!(a != NO_ALPHABET, is_text_byte(b), "byte {b}");
-        }
-        assert_eq!(alphabet_of(b'q'), 0);
-        assert_eq!(alphabet_of(b'7'), 1);
-        assert_eq!(alphabet_of(b'_'), 2);
-        assert_eq!(alphabet_of(b'/'), 3);
-        assert_eq!(alphabet_of(b' '), TEXT as u8);
     }
 
     #[test]

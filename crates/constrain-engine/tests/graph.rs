@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use constrain_engine::{CompiledGrammar, Grammar, Matcher};
+use constrain_testdata::{allowed_ids, XorShift64};
 use constrain_vocab::{TokenKind, Tokenizer, Vocabulary};
 
 /// Every text over `alphabet` of up to `max_len` bytes after `prefix`.
@@ -86,7 +87,7 @@ fn masks_agree(
     let width = vocab.logits_width();
     let mut checked = 0;
     for seed in 1..=walks {
-        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut rng = XorShift64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let (mut g, mut r) = (Matcher::new(graph.clone()), Matcher::new(regex.clone()));
         let (mut gm, mut rm) = (
             vec![0u32; graph.mask_words()],
@@ -97,17 +98,14 @@ fn masks_agree(
             r.fill_mask(&mut rm).expect("mask");
             assert_eq!(gm, rm, "walk {seed}, step {step}");
             checked += 1;
-            let allowed: Vec<u32> = (0..width as u32)
-                .filter(|&t| gm[(t / 32) as usize] >> (t % 32) & 1 == 1)
+            let allowed: Vec<u32> = allowed_ids(&gm, width)
+                .into_iter()
                 .filter(|&t| vocab.kind(t) != Some(TokenKind::EndOfSequence))
                 .collect();
             if allowed.is_empty() {
                 break;
             }
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let token = allowed[(rng % allowed.len() as u64) as usize];
+            let token = allowed[rng.index(allowed.len())];
             g.accept_token(token).expect("allowed");
             r.accept_token(token).expect("the same language");
         }

@@ -128,9 +128,7 @@ fn masks_follow_the_vocabulary_layout() {
     let mut mask = vec![0u32; g.mask_words()];
     assert_eq!(mask.len(), vocab.logits_width().div_ceil(32));
     m.fill_mask(&mut mask).unwrap();
-    let allowed: Vec<u32> = (0..vocab.logits_width() as u32)
-        .filter(|&t| mask[(t / 32) as usize] >> (t % 32) & 1 == 1)
-        .collect();
+    let allowed = constrain_testdata::allowed_ids(&mask, vocab.logits_width());
     let spelled: Vec<&[u8]> = allowed
         .iter()
         .map(|&t| vocab.token_bytes(t).unwrap())
@@ -143,9 +141,7 @@ fn masks_follow_the_vocabulary_layout() {
     let yes = allowed[spelled.iter().position(|s| *s == b"yes").unwrap()];
     m.accept_token(yes).unwrap();
     m.fill_mask(&mut mask).unwrap();
-    let now: Vec<u32> = (0..vocab.logits_width() as u32)
-        .filter(|&t| mask[(t / 32) as usize] >> (t % 32) & 1 == 1)
-        .collect();
+    let now = constrain_testdata::allowed_ids(&mask, vocab.logits_width());
     assert_eq!(
         now,
         vocab.eos_tokens().to_vec(),

@@ -23,9 +23,7 @@ impl Rng {
 }
 
 fn allowed(mask: &[u32], width: usize) -> Vec<u32> {
-    (0..width as u32)
-        .filter(|&t| mask[(t / 32) as usize] >> (t % 32) & 1 == 1)
-        .collect()
+    constrain_testdata::allowed_ids(mask, width)
 }
 
 /// Walks `grammar` randomly for `steps` tokens from several seeds, comparing every mask with

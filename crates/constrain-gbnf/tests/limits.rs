@@ -92,13 +92,8 @@ fn random_texts_parse_or_fail_without_panicking() {
         ")", "|", "*", "+", "?", "{", "}", ",", "2", "0", ".", "<[", "7", "]>", "!", "#", "\n",
         " ", "é", "\r",
     ];
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = constrain_testdata::XorShift64::new(0x9E37_79B9_7F4A_7C15);
+    let mut next = move || rng.next_u64();
     let mut parsed = 0;
     for _ in 0..20_000 {
         let len = 1 + next() % 24;

@@ -25,6 +25,55 @@ fn check(schema: Value, valid: &[Value], invalid: &[Value]) {
     check_with(&Options::default(), schema, valid, invalid);
 }
 
+/// The plain cases of `tests/data/keywords/*.json`, in the JSON-Schema-Test-Suite's format
+/// (groups of a schema and documents marked `valid`): each schema compiled with the default
+/// options, each document accepted or rejected as marked, in both spellings. Every failing
+/// document is listed, by file, group and test.
+#[test]
+fn keyword_cases_from_data_files() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/keywords");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no case files in {}", dir.display());
+    let index = byte_index();
+    let (mut failures, mut documents) = (Vec::new(), 0);
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a readable case file");
+        let groups: Vec<Value> = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: not a list of case groups: {e}", file.display()));
+        for group in &groups {
+            let name = format!("{}: {}", file.display(), group["description"]);
+            let c = match Checked::new(&index, &group["schema"], &Options::default()) {
+                Ok(c) => c,
+                Err(e) => {
+                    failures.push(format!("{name}: does not compile: {e}"));
+                    continue;
+                }
+            };
+            for test in group["tests"].as_array().expect("a `tests` array") {
+                documents += 1;
+                let valid = test["valid"].as_bool().expect("a boolean `valid`");
+                let want = (valid, valid);
+                let got = c.accepts(&test["data"]);
+                if got != want {
+                    failures.push(format!(
+                        "{name}, {}: {} should be {}, got {got:?} (compact, json.dumps)",
+                        test["description"],
+                        test["data"],
+                        if valid { "accepted" } else { "rejected" }
+                    ));
+                }
+            }
+        }
+    }
+    assert!(documents > 0, "the case files hold no documents");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 fn any_order() -> Options {
     Options {
         property_order: PropertyOrder::Any,
@@ -72,16 +121,6 @@ fn one_of_in_schema_order() {
 #[test]
 fn types() {
     check(
-        json!({"type": "null"}),
-        &[json!(null)],
-        &[json!(0), json!("null"), json!(false)],
-    );
-    check(
-        json!({"type": "boolean"}),
-        &[json!(true), json!(false)],
-        &[json!(0), json!(null)],
-    );
-    check(
         json!({"type": "integer"}),
         &[
             json!(0),
@@ -92,29 +131,9 @@ fn types() {
         &[json!(1.5), json!("1"), json!(null)],
     );
     check(
-        json!({"type": "number"}),
-        &[json!(0), json!(-1.5), json!(1e-7), json!(2.5e20)],
-        &[json!("1"), json!([])],
-    );
-    check(
         json!({"type": "string"}),
         &[json!(""), json!("héllo \"q\" \\ \n\t😀\u{1}")],
         &[json!(1), json!(null)],
-    );
-    check(
-        json!({"type": ["string", "null"]}),
-        &[json!("a"), json!(null)],
-        &[json!(1), json!({})],
-    );
-    check(
-        json!({"type": "array"}),
-        &[json!([]), json!([1, "a", [null]])],
-        &[json!({})],
-    );
-    check(
-        json!({"type": "object"}),
-        &[json!({}), json!({"a": {"b": [1]}})],
-        &[json!([])],
     );
 }
 
@@ -162,39 +181,6 @@ fn json_spellings() {
 
 #[test]
 fn enum_and_const() {
-    check(
-        json!({"enum": [1, "a", null, [1, 2], {"k": true}]}),
-        &[
-            json!(1),
-            json!(1.0),
-            json!("a"),
-            json!(null),
-            json!([1, 2]),
-            json!({"k": true}),
-        ],
-        &[
-            json!(2),
-            json!("b"),
-            json!([2, 1]),
-            json!({"k": false}),
-            json!({}),
-        ],
-    );
-    check(
-        json!({"const": 0}),
-        &[json!(0), json!(-0.0), json!(0.0)],
-        &[json!(1), json!(false)],
-    );
-    check(
-        json!({"const": 2.5}),
-        &[json!(2.5)],
-        &[json!(2.4), json!(25)],
-    );
-    check(
-        json!({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}),
-        &[json!("a")],
-        &[json!(1), json!("bb")],
-    );
     check_with(
         &any_order(),
         json!({"const": {"a": 1, "b": 2}}),
@@ -206,95 +192,16 @@ fn enum_and_const() {
 #[test]
 fn numeric_bounds() {
     check(
-        json!({"type": "integer", "minimum": -5, "maximum": 120}),
-        &[json!(-5), json!(0), json!(99), json!(120)],
-        &[json!(-6), json!(121), json!(1000)],
-    );
-    check(
-        json!({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10}),
-        &[json!(1), json!(9)],
-        &[json!(0), json!(10)],
-    );
-    check(
-        json!({"type": "number", "minimum": 0.5, "exclusiveMaximum": 99.9}),
-        &[json!(0.5), json!(1), json!(99.89), json!(99.8999)],
-        &[json!(0.49), json!(99.9), json!(100), json!(-1)],
-    );
-    check(
-        json!({"type": "integer", "minimum": 1.5}),
-        &[json!(2)],
-        &[json!(1)],
-    );
-    check(
         json!({"type": "integer", "minimum": 18446744073709551615u64}),
         &[json!(18446744073709551615u64)],
         &[json!(18446744073709551614u64)],
-    );
-    check(
-        json!({"minimum": 10, "$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMinimum": true}),
-        &[json!(11), json!("x")],
-        &[json!(10)],
-    );
-    check(
-        json!({"type": "number", "minimum": 0}),
-        &[json!(0), json!(3.5)],
-        &[json!(-0.5)],
-    );
-}
-
-#[test]
-fn multiple_of() {
-    check(
-        json!({"type": "integer", "multipleOf": 7}),
-        &[json!(0), json!(14), json!(-21), json!(700007)],
-        &[json!(15), json!(-1)],
-    );
-    check(
-        json!({"type": "number", "multipleOf": 0.25, "minimum": 0, "maximum": 2}),
-        &[json!(0.25), json!(1.5), json!(2)],
-        &[json!(0.3), json!(2.25), json!(-0.25)],
-    );
-    check(
-        json!({"type": "integer", "multipleOf": 10, "minimum": 5, "maximum": 55}),
-        &[json!(10), json!(50)],
-        &[json!(5), json!(55), json!(60)],
     );
 }
 
 #[test]
 fn strings() {
-    check(
-        json!({"type": "string", "minLength": 2, "maxLength": 3}),
-        &[json!("ab"), json!("abc"), json!("é😀")],
-        &[json!("a"), json!("abcd")],
-    );
-    check(
-        json!({"type": "string", "pattern": "a"}),
-        &[json!("a"), json!("xxaxx")],
-        &[json!("xyz"), json!("")],
-    );
-    check(
-        json!({"type": "string", "pattern": "^[A-Z]{2}-\\d+$"}),
-        &[json!("AB-1"), json!("XY-0042")],
-        &[json!("AB-"), json!("ab-1"), json!("AB-1 ")],
-    );
-    check(
-        json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 4}),
-        &[json!("abcd")],
-        &[json!("abcde"), json!("")],
-    );
     // Two unbounded parts share the length bound: generated from the automaton of the pattern
     // and a length counter.
-    check(
-        json!({"type": "string", "pattern": "^\\S+@\\S+$", "minLength": 5, "maxLength": 40}),
-        &[json!("ab@cd"), json!("first.last@example.com")],
-        &[json!("a@b"), json!("no at sign")],
-    );
-    check(
-        json!({"allOf": [{"pattern": "^a"}, {"pattern": "b$"}]}),
-        &[json!("ab"), json!("axxb"), json!(3)],
-        &[json!("ba"), json!("a")],
-    );
 }
 
 /// A `maxLength` of 64 or more is its characters counted by the engine, from the first
@@ -369,21 +276,6 @@ fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
             "{schema}"
         );
     }
-    check(
-        json!({"type": "string", "pattern": "^(/)?([^/]+(/)?)+$"}),
-        &[json!("/path/to/file"), json!("a"), json!("a/b/")],
-        &[json!(""), json!("//a"), json!("a//b"), json!("/")],
-    );
-    check(
-        json!({"type": "string", "pattern": "^[A-Z][a-z]*$"}),
-        &[json!("A"), json!("Abc")],
-        &[json!("a"), json!("AB"), json!("")],
-    );
-    check(
-        json!({"type": "string", "pattern": "^[a-z]{2,4}-.*$", "minLength": 6}),
-        &[json!("ab-cde"), json!("abcd-\"é\"")],
-        &[json!("ab-cd"), json!("a-cdef"), json!("abcde-f")],
-    );
 }
 
 /// The expressions `expr` is made of, one level down (none for a leaf or a rule).
@@ -443,21 +335,6 @@ fn keys_whose_expression_is_past_the_budget_are_their_automaton() {
 fn unanchored_alternations_of_many_words_are_searched_together() {
     // Searched one by one (`.*trace.*|.*info.*|...`), the automaton tracked which words had
     // been seen: past 5,000 states before minimizing.
-    check(
-        json!({
-            "type": "object",
-            "patternProperties": {
-                "trace|debug[2-5]?|info|stats|notice|warning|error|critical|alert|fatal": {"type": "integer"}
-            },
-            "additionalProperties": false
-        }),
-        &[
-            json!({}),
-            json!({"x-trace-y": 1}),
-            json!({"debug3": 2, "my error": 3}),
-        ],
-        &[json!({"other": 1}), json!({"info": "x"}), json!({"deb": 1})],
-    );
 }
 
 /// The regular expressions and graphs in `expr`: each one terminal.
@@ -539,67 +416,14 @@ fn string_branches_are_one_terminal() {
 fn formats_met_with_patterns_past_the_expression_budget_are_their_automaton() {
     // The automaton of `uri` and `^https?://` has under 200 states; its expression is past
     // the budget.
-    check(
-        json!({"type": "string", "allOf": [{"format": "uri"}, {"pattern": "^https?://"}]}),
-        &[
-            json!("http://example.com"),
-            json!("https://example.com/a/b?c=d#e"),
-            json!("https://[::1]:8080/"),
-        ],
-        &[
-            json!("ftp://example.com"),
-            json!("https://exa mple.com"),
-            json!("mailto:someone@example.com"),
-            json!("http"),
-        ],
-    );
     // With a `minLength`, counted in the automaton.
-    check(
-        json!({"type": "string", "format": "uri", "pattern": "^https?://", "minLength": 20}),
-        &[
-            json!("https://example.com/x"),
-            json!("http://example.org/abc"),
-        ],
-        &[json!("https://example.com"), json!("http://a.b")],
-    );
 }
 
 #[test]
 fn complements_past_the_expression_budget_are_their_automaton() {
     // The strings that are not a `uri`: an automaton of 180 states whose
     // expression, rebuilt from it, is past the budget.
-    check(
-        json!({"type": "string", "not": {"format": "uri"}}),
-        &[
-            json!("./relative/path"),
-            json!("no scheme here"),
-            json!(""),
-            json!("http://exa mple.com"),
-        ],
-        &[
-            json!("http://example.com"),
-            json!("urn:isbn:0451450523"),
-            json!("mailto:someone@example.com"),
-        ],
-    );
     // A `oneOf` made disjoint through it, with a length bound on the other side.
-    check(
-        json!({"oneOf": [
-            {"type": "string", "format": "uri"},
-            {"type": "string", "pattern": "^[a-z]+:", "maxLength": 12}
-        ]}),
-        &[
-            json!("https://example.com/a/b"),
-            json!("no:spaces ok"),
-            json!("ab:c d"),
-        ],
-        &[
-            json!("abc:"),
-            json!("abc:def"),
-            json!("no spaces: bad, too long"),
-            json!("https://exa mple.com"),
-        ],
-    );
 }
 
 /// The keys an object leaves open are every key but the declared ones, in every spelling
@@ -758,41 +582,12 @@ fn many_pattern_properties_are_regions_of_the_keys_they_share() {
     );
 }
 
-#[test]
-fn keys_of_unanchored_pattern_properties() {
-    check(
-        json!({"patternProperties": {"after_[cu]": {"type": "array"}}}),
-        &[json!({"x_after_c1": [], "plain": 3, "after_u": []})],
-        &[json!({"after_u": 3}), json!({"1after_cafter_x": "s"})],
-    );
-    check(
-        json!({"patternProperties": {
-            "hipchat": {"type": "integer"},
-            "github": {"type": "string"},
-            ".*": {"type": ["integer", "string"]}
-        }}),
-        &[json!({"my-hipchat-1": 1, "xgithubx": "s", "other": 2, "hipcha": "t", "gitub": 3})],
-        &[
-            json!({"hipchat": "s"}),
-            json!({"a github": 1}),
-            json!({"zz": null}),
-            json!({"hipchat-github": 1}),
-            json!({"githubhipchat": "s"}),
-        ],
-    );
-}
-
 /// Strings of words: 1 to `max_words` words of 1 to `max_word` characters (ASCII letters,
 /// `é`, `😀`, a quote, a backslash), joined by runs of 1 to 2 ASCII spaces, tabs or newlines,
 /// sometimes with a leading or trailing run.
 fn random_sentences(count: usize, max_words: u64, max_word: u64) -> Vec<String> {
-    let mut state = 0x853c_49e6_748f_ea9b_u64;
-    let mut below = |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut rng = constrain_testdata::XorShift64::new(0x853c_49e6_748f_ea9b);
+    let mut below = |n: u64| rng.below(n);
     let letters = ['a', 'Z', 'é', '😀', '"', '\\'];
     let spaces = [' ', '\t', '\n'];
     (0..count)
@@ -864,26 +659,6 @@ fn patterns_under_length_bounds_are_exact() {
 
 #[test]
 fn formats() {
-    check(
-        json!({"type": "string", "format": "date-time"}),
-        &[json!("2024-02-29T23:59:59.5+01:00")],
-        &[json!("2023-02-29T00:00:00Z"), json!("2024-01-01 00:00:00Z")],
-    );
-    check(
-        json!({"type": "string", "format": "email"}),
-        &[json!("a.b@example.org")],
-        &[json!("a@@b"), json!("nope")],
-    );
-    check(
-        json!({"type": "string", "format": "uuid"}),
-        &[json!("123e4567-e89b-12d3-a456-426614174000")],
-        &[json!("123e4567e89b12d3a456426614174000")],
-    );
-    check(
-        json!({"type": "string", "format": "ipv4"}),
-        &[json!("10.0.0.1")],
-        &[json!("10.0.0.256")],
-    );
     let annotations = Options {
         assert_formats: false,
         ..Options::default()
@@ -913,46 +688,6 @@ fn formats() {
 
 #[test]
 fn arrays() {
-    check(
-        json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}),
-        &[json!([1]), json!([1, 2, 3])],
-        &[json!([]), json!([1, 2, 3, 4]), json!(["a"])],
-    );
-    check(
-        json!({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}),
-        &[json!([]), json!(["a"]), json!(["a", 1])],
-        &[json!([1]), json!(["a", 1, 2])],
-    );
-    check(
-        json!({"items": [{"type": "string"}], "additionalItems": {"type": "boolean"}}),
-        &[json!(["a", true, false])],
-        &[json!(["a", 1])],
-    );
-    check(
-        json!({"prefixItems": [{"const": 1}, {"const": 2}], "minItems": 2, "items": {"type": "string"}}),
-        &[json!([1, 2]), json!([1, 2, "x"])],
-        &[json!([1]), json!([1, 2, 3])],
-    );
-    check(
-        json!({"type": "array", "contains": {"type": "integer"}}),
-        &[json!([1]), json!(["a", 2, "b"])],
-        &[json!([]), json!(["a"])],
-    );
-    check(
-        json!({"type": "array", "contains": {"const": 1}, "minContains": 2, "maxContains": 3}),
-        &[json!([1, 1]), json!([1, 2, 1, 1])],
-        &[json!([1]), json!([1, 1, 1, 1])],
-    );
-    check(
-        json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
-        &[json!([]), json!(["c", "a"]), json!(["a", "b", "c"])],
-        &[json!(["a", "a"]), json!(["d"])],
-    );
-    check(
-        json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true}),
-        &[json!([true, false])],
-        &[json!([true, true])],
-    );
     // Any values are kept apart by the check beside the grammar; objects are not.
     constrain_jsonschema::compile(
         &json!({"properties": {"tags": {"type": "array", "uniqueItems": true}}}),
@@ -990,45 +725,6 @@ fn objects_in_schema_order() {
             json!({"a": "1", "b": "x"}),
             json!({"b": "x", "a": 1}),
         ],
-    );
-    check(
-        json!({"properties": {"a": {}}, "additionalProperties": false}),
-        &[json!({}), json!({"a": 1})],
-        &[json!({"b": 1})],
-    );
-    check(
-        json!({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}),
-        &[json!({"a": "x", "b": 1})],
-        &[json!({"b": "x"})],
-    );
-    check(
-        json!({"patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": false}),
-        &[json!({"x-a": 1})],
-        &[json!({"x-a": "1"}), json!({"y": 1})],
-    );
-    check(
-        json!({"patternProperties": {"^x-": {"type": "integer"}, "-y$": {"minimum": 5}}}),
-        &[json!({"x-y": 5, "z": "any"})],
-        &[json!({"x-y": 4})],
-    );
-    check(
-        json!({"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 2, "maxProperties": 3}),
-        &[
-            json!({"a": 1, "b": 2}),
-            json!({"a": 1, "c": 3}),
-            json!({"a": 1, "b": 2, "c": 3}),
-        ],
-        &[json!({"a": 1}), json!({"a": 1, "b": 2, "c": 3, "d": 4})],
-    );
-    check(
-        json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}}),
-        &[json!({"abc": 1})],
-        &[json!({"abcd": 1}), json!({"A": 1})],
-    );
-    check(
-        json!({"properties": {"foo\"bar": {"type": "integer"}, "a/b~c": {"const": 1}}}),
-        &[json!({"foo\"bar": 1, "a/b~c": 1})],
-        &[json!({"foo\"bar": "x"})],
     );
 }
 
@@ -1298,59 +994,6 @@ fn one_of_in_context_keeps_unevaluated_properties_local() {
 }
 
 #[test]
-fn combinators() {
-    check(
-        json!({"anyOf": [{"type": "string"}, {"minimum": 3}]}),
-        &[json!("x"), json!(3), json!(null)],
-        &[json!(2)],
-    );
-    check(
-        json!({"allOf": [{"minimum": 3}, {"maximum": 5}, {"type": "integer"}]}),
-        &[json!(3), json!(5)],
-        &[json!(2), json!(6), json!(4.5)],
-    );
-    check(
-        json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}),
-        &[json!(1), json!(2.5)],
-        &[json!(3), json!(1.5)],
-    );
-    check(
-        json!({"oneOf": [{"const": "a"}, {"const": "b"}, {"type": "integer"}]}),
-        &[json!("a"), json!(7)],
-        &[json!("c")],
-    );
-    check(
-        json!({"not": {"type": "string"}}),
-        &[json!(1), json!(null), json!([])],
-        &[json!("x")],
-    );
-    check(
-        json!({"not": {"enum": [1, "a"]}}),
-        &[json!(2), json!("b"), json!(1.5)],
-        &[json!(1), json!("a")],
-    );
-    check(
-        json!({"type": "object", "not": {"required": ["secret"]}}),
-        &[json!({"a": 1})],
-        &[json!({"secret": 1})],
-    );
-    check(
-        json!({"type": "string", "not": {"pattern": "^admin"}}),
-        &[json!("user")],
-        &[json!("administrator")],
-    );
-    check(
-        json!({"if": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]}, "then": {"required": ["x"]}, "else": {"required": ["y"]}}),
-        &[
-            json!({"kind": "a", "x": 1}),
-            json!({"kind": "b", "y": 1}),
-            json!({"y": 1}),
-        ],
-        &[json!({"kind": "a", "y": 1}), json!({"kind": "b", "x": 1})],
-    );
-}
-
-#[test]
 fn references() {
     let schema = json!({
         "$defs": {
@@ -1530,111 +1173,28 @@ fn recursive_references_bind_to_the_outermost_recursive_anchor() {
 #[test]
 fn unevaluated_items_see_the_elements_in_place_applicators_evaluate() {
     // `prefixItems` in an `allOf` evaluates the first element; the rest must be integers.
-    check(
-        json!({"allOf": [{"prefixItems": [{"type": "string"}]}], "unevaluatedItems": {"type": "integer"}}),
-        &[json!([]), json!(["a"]), json!(["a", 1, 2])],
-        &[json!(["a", "b"]), json!(["a", 1, null])],
-    );
     // Each `anyOf` branch evaluates its own prefix, `true` schemas included.
-    check(
-        json!({"anyOf": [{"prefixItems": [true, true]}, {"prefixItems": [{"const": 0}, true, true]}], "unevaluatedItems": false}),
-        &[json!([1, 2]), json!([0, 1, 2]), json!([5])],
-        &[json!([1, 2, 3]), json!([0, 1, 2, 3])],
-    );
     // `contains` evaluates the elements it matches, adjacent or in place.
-    check(
-        json!({"allOf": [{"contains": {"type": "string"}}], "unevaluatedItems": {"type": "integer"}}),
-        &[json!(["a"]), json!([1, "b", 2])],
-        &[json!([1, 2]), json!(["a", null])],
-    );
     // A passing `if` evaluates; a failing one, and `not`, do not.
-    check(
-        json!({"if": {"prefixItems": [{"const": "x"}]}, "unevaluatedItems": false}),
-        &[json!([]), json!(["x"])],
-        &[json!(["y"]), json!(["x", "y"])],
-    );
-    check(
-        json!({"not": {"not": {"prefixItems": [true]}}, "unevaluatedItems": false}),
-        &[json!([])],
-        &[json!([1])],
-    );
     // Through a reference, and nested `unevaluatedItems` evaluates everything.
-    check(
-        json!({"$ref": "#/$defs/pair", "unevaluatedItems": false, "$defs": {"pair": {"prefixItems": [{"type": "integer"}, {"type": "integer"}]}}}),
-        &[json!([1, 2]), json!([1])],
-        &[json!([1, 2, 3])],
-    );
-    check(
-        json!({"allOf": [{"prefixItems": [{"type": "string"}]}, {"unevaluatedItems": true}], "unevaluatedItems": false}),
-        &[json!(["a", 1, null])],
-        &[json!([1])],
-    );
 }
 
 #[test]
 fn unevaluated_properties_see_subschemas_that_allow_everything() {
     // `properties: {"a": true}` and `additionalProperties: true` constrain nothing, but
     // evaluate: `a`, and every key.
-    check(
-        json!({"allOf": [{"properties": {"a": true}}], "unevaluatedProperties": false}),
-        &[json!({}), json!({"a": [1]})],
-        &[json!({"b": 1}), json!({"a": 1, "b": 1})],
-    );
-    check(
-        json!({"allOf": [{"additionalProperties": true}], "unevaluatedProperties": false}),
-        &[json!({"a": 1, "b": null})],
-        &[],
-    );
-    check(
-        json!({"$ref": "#/$defs/open", "unevaluatedProperties": false, "$defs": {"open": {"patternProperties": {"^x": {}}}}}),
-        &[json!({"x1": 1})],
-        &[json!({"y": 1})],
-    );
 }
 
 #[test]
 fn contains_beside_prefix_items_and_other_contains() {
     // The first element is a string; exactly one integer anywhere.
-    check(
-        json!({"prefixItems": [{"type": "string"}], "contains": {"type": "integer"}, "maxContains": 1}),
-        &[json!(["a", 1]), json!(["a", 1, "b"]), json!(["a", "b", 2])],
-        &[json!(["a"]), json!(["a", 1, 2]), json!([1]), json!([])],
-    );
     // The prefix's own elements count.
-    check(
-        json!({"prefixItems": [{"const": 1}], "contains": {"const": 1}, "minContains": 2}),
-        &[json!([1, 1]), json!([1, 2, 1])],
-        &[json!([1]), json!([1, 2]), json!([2, 1, 1])],
-    );
     // Two counts at once: some integer, at most one string.
-    check(
-        json!({"allOf": [{"contains": {"type": "integer"}}, {"contains": {"type": "string"}, "maxContains": 1}]}),
-        &[json!([1, "a"]), json!([1, 2, "a"]), json!(["a", null, 3])],
-        &[json!([1]), json!(["a"]), json!([1, "a", "b"]), json!([])],
-    );
     // `not` over `items` is "contains an element outside": two of them together.
-    check(
-        json!({"type": "array", "maxItems": 2, "allOf": [
-            {"not": {"items": {"type": "integer"}}},
-            {"not": {"items": {"type": ["integer", "string"]}}}
-        ]}),
-        &[json!([null]), json!([1, true]), json!(["a", null])],
-        &[
-            json!([]),
-            json!([1]),
-            json!(["a", 1]),
-            json!([null, null, null]),
-        ],
-    );
 }
 
 #[test]
 fn complements_of_multiple_of() {
-    check(
-        json!({"type": "integer", "not": {"multipleOf": 3}}),
-        &[json!(1), json!(2), json!(-5), json!(100)],
-        &[json!(0), json!(3), json!(-6), json!(99), json!(9.0)],
-    );
     check(
         json!({"not": {"multipleOf": 0.5}}),
         &[json!(0.25), json!(1.3), json!(-7.01)],
@@ -1651,11 +1211,6 @@ fn complements_of_multiple_of() {
     .expect("compiles");
     assert!(!c.accepts_text("1e1"));
     // `oneOf` of overlapping multiples: one or the other, not both.
-    check(
-        json!({"oneOf": [{"multipleOf": 3}, {"multipleOf": 5}]}),
-        &[json!(3), json!(10), json!(-9)],
-        &[json!(15), json!(0), json!(7)],
-    );
     // Several remainders at once: multiples of 88 and of 3 or 5, not both. Their
     // expression is past the budget; the automaton is the terminal.
     let remainders = json!({
@@ -1773,21 +1328,6 @@ fn unsupported_keywords_are_errors_unless_lenient() {
 
 #[test]
 fn complements_of_open_and_closed_objects() {
-    check(
-        json!({"not": {"properties": {"a": {}}, "additionalProperties": false}}),
-        &[json!({"b": 1}), json!({"a": 1, "b": 2})],
-        &[json!({}), json!({"a": 1}), json!(3)],
-    );
-    check(
-        json!({"type": "object", "not": {"patternProperties": {"^x": {"type": "integer"}}}}),
-        &[json!({"xa": "s"}), json!({"b": 1, "xa": null})],
-        &[json!({}), json!({"xa": 1})],
-    );
-    check(
-        json!({"type": "object", "not": {"propertyNames": {"maxLength": 2}}}),
-        &[json!({"abc": 1}), json!({"a": 1, "abc": 1})],
-        &[json!({}), json!({"ab": 1})],
-    );
     let one_of = json!({"oneOf": [
         {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false},
         {"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": false}
@@ -1818,9 +1358,4 @@ fn min_properties_never_counts_a_repeated_undeclared_key_twice() {
         "{err}"
     );
     // One declared and one undeclared member make two distinct keys.
-    check(
-        json!({"type": "object", "properties": {"a": {}}, "minProperties": 2}),
-        &[json!({"a": 1, "x": 2})],
-        &[json!({"a": 1}), json!({"x": 2})],
-    );
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use common::{byte_index, Checked};
 use constrain_engine::{CompiledGrammar, Limits, Matcher, TokenIndex};
 use constrain_jsonschema::{compile, Options};
+use constrain_testdata::XorShift64;
 use constrain_vocab::{TokenKind, Vocabulary};
 use serde_json::{json, Value};
 
@@ -195,17 +196,6 @@ fn token_index() -> Arc<TokenIndex> {
     ))
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
 /// Random documents: a token drawn among those allowed (the end as soon as it is, past a
 /// budget), every one of which must validate; the mask is never empty before the end.
 #[test]
@@ -251,7 +241,7 @@ fn random_walks(schema: &Value, options: &Options) {
     let plain =
         CompiledGrammar::new(&plain.grammar, token_index(), Limits::default()).expect("engine");
     let validator = jsonschema::validator_for(schema).expect("reference validator");
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = XorShift64::new(0x9e37_79b9_7f4a_7c15);
     let mut mask = vec![0u32; grammar.mask_words()];
     let mut plain_mask = mask.clone();
     let mut repeats_refused = 0;
@@ -285,14 +275,14 @@ fn random_walks(schema: &Value, options: &Options) {
             );
             // Short tokens first: whole elements and closing quotes are drawn often.
             let pick = if text.len() < 40 {
-                allowed[rng.below(allowed.len())]
+                allowed[rng.index(allowed.len())]
             } else {
                 *allowed
                     .iter()
                     .find(|&&t| {
                         t == u32::from(b'"') || t == u32::from(b']') || t == u32::from(b'}')
                     })
-                    .unwrap_or(&allowed[rng.below(allowed.len())])
+                    .unwrap_or(&allowed[rng.index(allowed.len())])
             };
             text.extend_from_slice(m.grammar().vocabulary().token_bytes(pick).expect("text"));
             m.accept_token(pick).expect("allowed token is accepted");

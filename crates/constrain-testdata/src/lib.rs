@@ -7,12 +7,23 @@
 //!   `<workspace>/../shared`. Tests that need it skip with a printed note when it is absent,
 //!   unless `CONSTRAIN_REQUIRE_SHARED=1`, which turns its absence into a failure (for runs
 //!   that must not pass by skipping).
+//!
+//! Beside them, the helpers several test suites share: a byte vocabulary ([`byte_vocabulary`]),
+//! a reproducible generator ([`XorShift64`]) and mask reading ([`allowed_ids`]).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod masks;
+mod rng;
+mod vocab;
+
 use std::env;
 use std::path::{Path, PathBuf};
+
+pub use masks::{allowed_ids, is_allowed};
+pub use rng::XorShift64;
+pub use vocab::{byte_vocabulary, BYTE_VOCABULARY_EOS};
 
 /// Environment variable naming the shared reference-data directory.
 pub const SHARED_DIR_ENV: &str = "CONSTRAIN_SHARED_DIR";

@@ -140,7 +140,7 @@ impl RegexGraph {
 
     /// Whether a path that has read fewer than the fewest edges is kept alive by the bounds
     /// whenever it could be without them, as long as it has room before the most, for every
-    /// run of string bytes (see `token_index::is_string_byte`) it reads: every edge such a
+    /// run of string bytes (see `bytes::is_string_byte`) it reads: every edge such a
     /// byte begins leads to a state whose paths to an end take any number of edges from its
     /// fewest to the most. Short of the fewest, the count then only delays the end (the
     /// characters of a quoted string with a `minLength`: only the closing quote, which no
@@ -351,7 +351,7 @@ impl RegexGraph {
         use std::hash::{Hash, Hasher};
         let mut hasher = rustc_hash::FxHasher::default();
         for h in &self.labels {
-            crate::terminal::fingerprint(h).hash(&mut hasher);
+            super::fingerprint(h).hash(&mut hasher);
         }
         self.states.hash(&mut hasher);
         self.edge_bounds().hash(&mut hasher);
@@ -367,7 +367,7 @@ impl RegexGraph {
                 .labels
                 .iter()
                 .zip(&other.labels)
-                .all(|(a, b)| crate::terminal::same_hir(a, b))
+                .all(|(a, b)| super::same_hir(a, b))
     }
 
     /// Calls `f` on every edge label.
@@ -441,7 +441,7 @@ fn starts_outside_strings(label: &Hir) -> bool {
         HirKind::Literal(bytes) => bytes
             .0
             .first()
-            .is_some_and(|&b| !crate::token_index::is_string_byte(b)),
+            .is_some_and(|&b| !crate::bytes::is_string_byte(b)),
         _ => false,
     }
 }
@@ -575,7 +575,7 @@ impl Terminal {
     /// A hash of the terminal's structure: equal terminals built apart hash alike.
     pub(crate) fn fingerprint(&self) -> u64 {
         match self {
-            Terminal::Regex(h) => crate::terminal::fingerprint(h),
+            Terminal::Regex(h) => super::fingerprint(h),
             Terminal::Graph(g) => g.fingerprint(),
         }
     }
@@ -583,7 +583,7 @@ impl Terminal {
     /// Whether `self` and `other` have the same structure (see [`Self::fingerprint`]).
     pub(crate) fn same(&self, other: &Terminal) -> bool {
         match (self, other) {
-            (Terminal::Regex(a), Terminal::Regex(b)) => crate::terminal::same_hir(a, b),
+            (Terminal::Regex(a), Terminal::Regex(b)) => super::same_hir(a, b),
             (Terminal::Graph(a), Terminal::Graph(b)) => Arc::ptr_eq(a, b) || a.same(b),
             _ => false,
         }

@@ -3,6 +3,7 @@
 mod builder;
 mod expr;
 mod graph;
+mod hir_identity;
 mod lower;
 
 pub use builder::{Grammar, GrammarBuilder};
@@ -11,4 +12,5 @@ pub use expr::{
 };
 pub(crate) use graph::{any_bit_in, Terminal};
 pub use graph::{GraphState, RegexGraph, MAX_EDGE_BOUND, MAX_EDGE_BOUND_WORK};
+pub(crate) use hir_identity::{fingerprint, same_hir};
 pub(crate) use lower::{lower, Cfg, Family, Sym};

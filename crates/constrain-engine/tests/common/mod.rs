@@ -14,14 +14,7 @@ use rustc_hash::FxHashMap;
 
 /// The 256 single bytes as tokens 0..=255, and end-of-sequence as 256.
 pub fn byte_vocab() -> Arc<Vocabulary> {
-    let tokens = (0..=255u8)
-        .map(|b| (b as u32, vec![b], TokenKind::Text))
-        .chain(std::iter::once((
-            256,
-            b"</s>".to_vec(),
-            TokenKind::EndOfSequence,
-        )));
-    Arc::new(Vocabulary::from_tokens(tokens).expect("valid vocabulary"))
+    constrain_testdata::byte_vocabulary()
 }
 
 /// A small vocabulary of words and fragments, with an end token, a special token and padding.

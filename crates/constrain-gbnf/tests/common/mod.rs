@@ -6,18 +6,12 @@
 use std::sync::{Arc, OnceLock};
 
 use constrain_engine::{CompiledGrammar, Grammar, Limits, Matcher, TokenIndex};
-use constrain_vocab::{TokenKind, Vocabulary};
 
 /// The token index of the byte vocabulary, built once per test binary.
 pub fn byte_index() -> Arc<TokenIndex> {
     static INDEX: OnceLock<Arc<TokenIndex>> = OnceLock::new();
     INDEX
-        .get_or_init(|| {
-            let bytes = (0..=255u8).map(|b| (u32::from(b), vec![b], TokenKind::Text));
-            let eos = std::iter::once((256, b"</s>".to_vec(), TokenKind::EndOfSequence));
-            let vocab = Vocabulary::from_tokens(bytes.chain(eos)).expect("byte vocabulary");
-            TokenIndex::new(Arc::new(vocab))
-        })
+        .get_or_init(|| TokenIndex::new(constrain_testdata::byte_vocabulary()))
         .clone()
 }
 

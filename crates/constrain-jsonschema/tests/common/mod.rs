@@ -7,18 +7,11 @@ use std::sync::Arc;
 
 use constrain_engine::{CompiledGrammar, Limits, Matcher, TokenIndex};
 use constrain_jsonschema::{compile, Options};
-use constrain_vocab::{TokenKind, Vocabulary};
 use serde_json::Value;
 
 /// A vocabulary of every single byte (ids 0..=255) and an end-of-sequence token (256).
 pub fn byte_index() -> Arc<TokenIndex> {
-    let mut tokens: Vec<(u32, Vec<u8>, TokenKind)> = (0..=255u8)
-        .map(|b| (u32::from(b), vec![b], TokenKind::Text))
-        .collect();
-    tokens.push((256, b"</s>".to_vec(), TokenKind::EndOfSequence));
-    TokenIndex::new(Arc::new(
-        Vocabulary::from_tokens(tokens).expect("byte vocabulary"),
-    ))
+    TokenIndex::new(constrain_testdata::byte_vocabulary())
 }
 
 /// A schema compiled for the byte vocabulary.

@@ -25,8 +25,8 @@ use constrain_jsonschema::{Options, SchemaError};
 use serde_json::Value;
 
 use super::{Checker, Expect, Report, Subject};
-use crate::commands::maskbench::json_text::{Json, Separators};
-use crate::commands::maskbench::panics;
+use crate::maskbench::json_text::{Json, Separators};
+use crate::maskbench::panics;
 
 /// Whether `value` is a list of JSON Schema cases, in either format.
 pub fn detect(value: &Value) -> bool {

@@ -1,0 +1,21 @@
+//! Small synthetic vocabularies for tests that must see every byte as its own token.
+
+use std::sync::Arc;
+
+use constrain_vocab::{TokenKind, Vocabulary};
+
+/// The id of the end-of-sequence token of [`byte_vocabulary`].
+pub const BYTE_VOCABULARY_EOS: u32 = 256;
+
+/// The 256 single bytes as tokens `0..=255`, and end-of-sequence (`</s>`) as token 256: every
+/// text has exactly one tokenization, so masks over it read as byte sets.
+pub fn byte_vocabulary() -> Arc<Vocabulary> {
+    let tokens = (0..=255u8)
+        .map(|b| (u32::from(b), vec![b], TokenKind::Text))
+        .chain(std::iter::once((
+            BYTE_VOCABULARY_EOS,
+            b"</s>".to_vec(),
+            TokenKind::EndOfSequence,
+        )));
+    Arc::new(Vocabulary::from_tokens(tokens).expect("the byte vocabulary is well formed"))
+}
