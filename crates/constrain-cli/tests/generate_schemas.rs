@@ -1,7 +1,8 @@
 //! Every schema of `schemas/`, with the real model: greedy and five seeds at temperature 1.0,
-//! within budgets of 48 and 128 tokens, all exit 0 with JSON that the `jsonschema` validator
+//! within budgets of 64 and 128 tokens, all exit 0 with JSON that the `jsonschema` validator
 //! accepts, its strings spelled canonically; the same runs cut off at 48 tokens
-//! (`--truncate`) leave some incomplete.
+//! (`--truncate`) leave some incomplete; a budget below a schema's shortest completion is a
+//! clear error before any token.
 
 #![cfg(feature = "llama")]
 
@@ -46,8 +47,30 @@ fn check_schema(file: &str) {
     assert!(failures.is_empty(), "{file}:\n{}", failures.join("\n"));
 }
 
-/// The token budgets every schema is generated within.
-const BUDGETS: [&str; 2] = ["48", "128"];
+/// The token budgets every schema is generated within (the shortest completion of
+/// `signup_form.json` takes 49 of the default model's tokens: 48 is refused, below).
+const BUDGETS: [&str; 2] = ["64", "128"];
+
+#[test]
+fn a_budget_below_the_shortest_completion_is_refused_before_generating() {
+    if !model_available("a_budget_below_the_shortest_completion_is_refused_before_generating") {
+        return;
+    }
+    let args = generation_args(
+        &["--schema", "schemas/signup_form.json"],
+        "A signup form as JSON: ",
+        "48",
+        &["--temperature", "0"],
+    );
+    let run = constrain(&args, None);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.contains("needs at least 49 tokens"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "nothing is generated");
+}
 
 /// Without the budget (`--truncate`), runs of 48 tokens are cut off: what the budget
 /// completes, plain truncation leaves invalid.
