@@ -176,6 +176,7 @@ fn the_stats_line_ends_stderr_and_stdout_holds_only_the_output() {
     assert_eq!(
         keys,
         [
+            "budget_constrained_tokens",
             "sampled_tokens",
             "forced_tokens",
             "prompt_tokens",
