@@ -1,6 +1,7 @@
 """The real model through ``transformers``: Gemma 3 270M, loaded from the default GGUF on CPU,
 generates with ``constrain.transformers.LogitsProcessor`` for every schema in ``schemas/``; every
-output is valid (Python ``jsonschema``), greedy and sampled.
+output is valid (Python ``jsonschema``) and ends within ``max_new_tokens``, greedy and sampled,
+at an ample budget and at a tight one.
 
 Loading the GGUF (reading its 262k-token vocabulary and dequantizing) takes about three minutes
 on two cores; it is done once for the module.
@@ -23,7 +24,10 @@ jsonschema = pytest.importorskip("jsonschema")
 from constrain.transformers import LogitsProcessor  # noqa: E402
 
 SCHEMAS = sorted((REPO / "schemas").glob("*.json"))
-MAX_NEW_TOKENS = 400
+MAX_NEW_TOKENS = 160
+# Budgets a sampled model overruns when left alone (nesting `tree` without end), yet above every
+# schema's shortest output.
+TIGHT_NEW_TOKENS = 64
 
 
 def load_model(gguf: Path):
@@ -60,9 +64,10 @@ def prompt_ids(tokenizer, schema: dict):
     return torch.tensor([ids])
 
 
+@pytest.mark.parametrize("budget", [MAX_NEW_TOKENS, TIGHT_NEW_TOKENS], ids=["ample", "tight"])
 @pytest.mark.parametrize("mode", ["greedy", "sampled"])
 @pytest.mark.parametrize("schema_path", SCHEMAS, ids=[p.stem for p in SCHEMAS])
-def test_generation_is_valid(gemma, schema_path, mode):
+def test_generation_is_valid(gemma, schema_path, mode, budget):
     tokenizer, model, vocab = gemma
     schema = json.loads(schema_path.read_text())
     compiled = constrain.compile_json_schema(
@@ -71,22 +76,33 @@ def test_generation_is_valid(gemma, schema_path, mode):
     ids = prompt_ids(tokenizer, schema)
     settings = {"do_sample": False} if mode == "greedy" else {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
     torch.manual_seed(hash(schema_path.stem) % 1000)
-    processor = LogitsProcessor(compiled)
+    processor = LogitsProcessor(compiled, max_new_tokens=budget)
     with torch.no_grad():
         out = model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
-            max_new_tokens=MAX_NEW_TOKENS,
+            max_new_tokens=budget,
             logits_processor=[processor],
             eos_token_id=vocab.eos_ids,
             pad_token_id=tokenizer.pad_token_id,
             **settings,
         )
     new = out[0, ids.shape[1]:].tolist()
-    assert new and new[-1] in vocab.eos_ids, f"did not finish in {MAX_NEW_TOKENS} tokens: {tokenizer.decode(new)!r}"
+    assert len(new) <= budget
+    assert new and new[-1] in vocab.eos_ids, f"did not finish in {budget} tokens: {tokenizer.decode(new)!r}"
     text = b"".join(vocab.token_bytes(t) for t in new[:-1]).decode("utf-8")
     document = json.loads(text)
     jsonschema.validate(document, schema)
     # generate stops at the end token without showing it to the processor: the matcher is
     # left where the end token was allowed.
     assert processor.matchers[0].is_accepting()
+
+
+def test_budget_below_the_shortest_output_is_refused(gemma):
+    tokenizer, model, vocab = gemma
+    schema = json.loads((REPO / "schemas" / "signup_form.json").read_text())
+    compiled = constrain.compile_json_schema(schema, vocab)
+    processor = LogitsProcessor(compiled, max_new_tokens=8)
+    ids = prompt_ids(tokenizer, schema)
+    with pytest.raises(ValueError, match="needs at least"):
+        processor(ids, torch.zeros((1, vocab.width)))

@@ -120,7 +120,8 @@ pub fn match_error(e: &EngineMatchError) -> PyErr {
     match e {
         EngineMatchError::UnknownToken { .. }
         | EngineMatchError::RollbackTooFar { .. }
-        | EngineMatchError::MaskLength { .. } => PyValueError::new_err(e.to_string()),
+        | EngineMatchError::MaskLength { .. }
+        | EngineMatchError::BudgetTooSmall { .. } => PyValueError::new_err(e.to_string()),
         other => MatchError::new_err(other.to_string()),
     }
 }

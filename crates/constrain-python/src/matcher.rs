@@ -58,7 +58,7 @@ pub fn fill_row(matcher: &mut Matcher, row: &mut [u32]) -> Result<(), FillError>
 impl PyMatcher {
     /// A matcher at the start of ``compiled``. With ``max_tokens``, the output takes at most
     /// that many tokens and ends complete within them: near the end the bitmask narrows to
-    /// tokens that close the output in time. Raises ``MatchError`` when even the shortest
+    /// tokens that close the output in time. Raises ``ValueError`` when even the shortest
     /// completion takes more tokens.
     #[new]
     #[pyo3(signature = (compiled, max_tokens = None))]
@@ -126,7 +126,8 @@ impl PyMatcher {
     }
 
     /// Accepts the text (``str``, as UTF-8, or ``bytes``) as one step, if the grammar allows
-    /// it (``True``); otherwise returns ``False`` and leaves the state unchanged.
+    /// it (``True``); otherwise returns ``False`` and leaves the state unchanged. Under
+    /// ``max_tokens``, text after which the output can no longer complete in time is refused.
     fn accept_string(&mut self, text: &Bound<'_, PyAny>) -> PyResult<bool> {
         let bytes: Vec<u8> = if let Ok(s) = text.cast::<PyString>() {
             s.to_cow()?.as_bytes().to_vec()
@@ -137,7 +138,11 @@ impl PyMatcher {
         };
         match self.inner.accept_bytes(&bytes) {
             Ok(()) => Ok(true),
-            Err(EngineMatchError::BytesRejected { .. } | EngineMatchError::Finished) => Ok(false),
+            Err(
+                EngineMatchError::BytesRejected { .. }
+                | EngineMatchError::Finished
+                | EngineMatchError::BudgetTooSmall { .. },
+            ) => Ok(false),
             Err(e) => Err(match_error(&e)),
         }
     }

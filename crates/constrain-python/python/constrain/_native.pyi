@@ -126,7 +126,7 @@ class Matcher:
 
     def __init__(self, compiled: CompiledGrammar, max_tokens: Optional[int] = None) -> None:
         """With ``max_tokens``, the output ends complete within that many tokens; raises
-        ``MatchError`` when the grammar's shortest completion takes more."""
+        ``ValueError`` when the grammar's shortest completion takes more."""
     def tokens_left(self) -> Optional[int]:
         """Tokens the ``max_tokens`` budget leaves (``None`` without one)."""
     def shortest_completion(self) -> Optional[bytes]:

@@ -24,10 +24,18 @@ class LogitsProcessor(_Base):  # type: ignore[misc,valid-type]
     Each batch row must end in the grammar: give ``generate`` the tokenizer's end-of-sequence
     ids as ``eos_token_id`` (the grammar allows them exactly when the output is complete). Use
     a new processor for each ``generate`` call.
+
+    Give it the ``max_new_tokens`` you give ``generate`` and every row ends complete within
+    them: the output keeps room for its shortest completion, and one token for the end of
+    sequence. A budget below the grammar's shortest output raises ``ValueError`` on the first
+    call, saying how many tokens it needs.
     """
 
-    def __init__(self, compiled: CompiledGrammar) -> None:
+    def __init__(self, compiled: CompiledGrammar, max_new_tokens: Optional[int] = None) -> None:
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise ValueError(f"LogitsProcessor: max_new_tokens must be at least 1, got {max_new_tokens}")
         self.compiled = compiled
+        self.max_new_tokens = max_new_tokens
         self.matchers: List[Matcher] = []
         self._bitmask: Optional[Any] = None
         self._prompt_len = 0
@@ -38,7 +46,9 @@ class LogitsProcessor(_Base):  # type: ignore[misc,valid-type]
 
         batch = input_ids.shape[0]
         if not self.matchers:
-            self.matchers = [Matcher(self.compiled) for _ in range(batch)]
+            # The end-of-sequence token is one of generate's new tokens, not one of the matcher's.
+            budget = None if self.max_new_tokens is None else self.max_new_tokens - 1
+            self.matchers = [Matcher(self.compiled, max_tokens=budget) for _ in range(batch)]
             self._bitmask = torch.from_numpy(allocate_token_bitmask(batch, self.compiled.vocab_width))
             self._prompt_len = input_ids.shape[1]
         else:
