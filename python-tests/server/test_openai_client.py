@@ -97,6 +97,38 @@ def test_tool_choice_auto_and_none(client, model_id):
     assert isinstance(r.choices[0].message.content, str)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_calls_complete_within_a_tight_max_tokens(client, model_id, seed):
+    # Sampled freely, the model writes long city names; the budget still closes every call.
+    r = client.chat.completions.create(
+        model=model_id, messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=40,
+        temperature=1.5, seed=seed,
+    )
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls", c
+    check_calls(c.message)
+    assert r.usage.completion_tokens <= 40
+
+    # With "auto", a call starts only while it can still complete.
+    r = client.chat.completions.create(
+        model=model_id, messages=ASK, tools=TOOLS, tool_choice="auto", max_tokens=30,
+        temperature=1.5, seed=seed,
+    )
+    c = r.choices[0]
+    if c.message.tool_calls:
+        check_calls(c.message)
+        assert c.finish_reason == "tool_calls", c
+    assert r.usage.completion_tokens <= 30
+
+
+def test_max_tokens_below_the_shortest_call_is_refused(client, model_id):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(
+            model=model_id, messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=3
+        )
+    assert "needs at least" in e.value.message and e.value.param == "max_tokens"
+
+
 def test_a_tool_result_in_the_history(client, model_id):
     messages = ASK + [
         {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",

@@ -402,23 +402,30 @@ impl Sequence {
         vocabulary: Arc<Vocabulary>,
         ctx_size: usize,
     ) -> Result<Sequence, ApiError> {
+        // `max_tokens` is a budget the constrained output completes within (the context's
+        // room bounds it too); after a trigger, what is left of it.
+        let budget = Some(
+            job.params
+                .max_tokens
+                .min(ctx_size.saturating_sub(job.prompt.len())),
+        );
+        let too_small = |e: constrain::MatchError| {
+            ApiError::invalid_param(
+                "max_tokens",
+                format!("{e}; raise max_tokens (or shorten the prompt)"),
+            )
+        };
         let constraint = match &job.constraint {
             None => SeqConstraint::None,
             Some(ConstraintKind::Grammar(g)) => {
-                // `max_tokens` is a budget the constrained output completes within (the
-                // context's room bounds it too).
                 let mut m = Matcher::new(g.clone());
-                let room = ctx_size.saturating_sub(job.prompt.len());
-                m.set_token_budget(Some(job.params.max_tokens.min(room)))
-                    .map_err(|e| {
-                        ApiError::bad_request(format!(
-                            "max_tokens: {e}; raise max_tokens (or shorten the prompt)"
-                        ))
-                    })?;
+                m.set_token_budget(budget).map_err(too_small)?;
                 SeqConstraint::Grammar(m)
             }
             Some(ConstraintKind::Triggered(t, g)) => {
-                SeqConstraint::Triggered(TriggeredMatcher::new(t.clone(), g.clone()))
+                let mut m = TriggeredMatcher::new(t.clone(), g.clone());
+                m.set_token_budget(budget).map_err(too_small)?;
+                SeqConstraint::Triggered(m)
             }
         };
         let funnel = Funnel::new(job.params.sampling.clone())
@@ -597,7 +604,7 @@ impl Sequence {
             String::from_utf8_lossy(&self.output[self.sent.min(self.output.len())..]).into_owned();
         self.sent = self.output.len();
         let logprobs = std::mem::take(&mut self.logprobs);
-        (!text.is_empty() || !logprobs.is_empty()).then(|| Event::Delta {
+        (!text.is_empty() || !logprobs.is_empty()).then_some(Event::Delta {
             index: self.index,
             text,
             logprobs,

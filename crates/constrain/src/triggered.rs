@@ -126,6 +126,10 @@ pub struct TriggeredMatcher {
     ended: bool,
     /// Whether the grammar accepts a token's bytes after the trigger, by (token, offset).
     verdicts: HashMap<(u32, usize), bool>,
+    /// Most tokens of the whole output, the trigger's and the grammar's included.
+    budget: Option<usize>,
+    /// Tokens accepted before the trigger (the end token not counted).
+    free_tokens: usize,
 }
 
 impl TriggeredMatcher {
@@ -149,7 +153,40 @@ impl TriggeredMatcher {
             matcher: None,
             ended: false,
             verdicts: HashMap::new(),
+            budget: None,
+            free_tokens: 0,
         }
+    }
+
+    /// Bounds the whole output to `max_tokens` (`None`: no bound), so that what the grammar
+    /// governs always ends complete: before the trigger, a token that would complete it is
+    /// allowed only if the grammar's shortest completion after it still fits; after it, the
+    /// grammar's matcher has the tokens left as its budget.
+    ///
+    /// Errors with [`MatchError::BudgetTooSmall`] (the budget unchanged) when, once
+    /// triggered, the grammar's output cannot complete within the new budget.
+    pub fn set_token_budget(&mut self, max_tokens: Option<usize>) -> Result<(), MatchError> {
+        if let Some(m) = self.matcher.as_mut() {
+            let left = max_tokens.map(|b| b.saturating_sub(self.free_tokens));
+            m.set_token_budget(left)?;
+        }
+        self.budget = max_tokens;
+        Ok(())
+    }
+
+    /// The grammar's matcher after the trigger, with `rest` (the bytes of the triggering
+    /// token after the trigger) accepted and the tokens left after that token as its budget;
+    /// `None` when the grammar refuses `rest` or cannot complete in time.
+    fn start_grammar(&self, rest: &[u8]) -> Option<Matcher> {
+        let mut matcher = Matcher::new(self.grammar.clone());
+        if !rest.is_empty() {
+            matcher.accept_bytes(rest).ok()?;
+        }
+        if let Some(budget) = self.budget {
+            let left = budget.checked_sub(self.free_tokens + 1)?;
+            matcher.set_token_budget(Some(left)).ok()?;
+        }
+        Some(matcher)
     }
 
     /// Whether the trigger has appeared (the grammar applies).
@@ -242,11 +279,9 @@ impl TriggeredMatcher {
         }
         match self.completion(bytes) {
             Some(end) => {
-                let mut matcher = Matcher::new(self.grammar.clone());
-                let rest = &bytes[end..];
-                if !rest.is_empty() && matcher.accept_bytes(rest).is_err() {
+                let Some(matcher) = self.start_grammar(&bytes[end..]) else {
                     return Err(MatchError::TokenNotAllowed { token });
-                }
+                };
                 let start = self.written + end - self.trigger.bytes.len();
                 self.trigger_start = Some(start);
                 self.matcher = Some(matcher);
@@ -260,6 +295,7 @@ impl TriggeredMatcher {
                 }
             }
         }
+        self.free_tokens += 1;
         self.written += bytes.len();
         Ok(())
     }
@@ -310,7 +346,8 @@ impl TriggeredMatcher {
     }
 
     /// Before the trigger: whether `token` keeps the output valid (it does not complete the
-    /// trigger, or the grammar accepts its bytes after the trigger).
+    /// trigger, or the grammar accepts its bytes after the trigger and, under a budget, can
+    /// still complete in the tokens left).
     fn untriggered_allows(&mut self, token: u32) -> Result<bool, MatchError> {
         let vocab = self.grammar.vocabulary().clone();
         let (Some(bytes), Some(kind)) = (vocab.token_bytes(token), vocab.kind(token)) else {
@@ -322,14 +359,17 @@ impl TriggeredMatcher {
         let Some(end) = self.completion(bytes) else {
             return Ok(true);
         };
+        if self.budget.is_some() {
+            // Depends on the tokens left, so not kept among the verdicts.
+            return Ok(self.start_grammar(&bytes[end..]).is_some());
+        }
         if end == bytes.len() {
             return Ok(true);
         }
         if let Some(&verdict) = self.verdicts.get(&(token, end)) {
             return Ok(verdict);
         }
-        let mut matcher = Matcher::new(self.grammar.clone());
-        let verdict = matcher.accept_bytes(&bytes[end..]).is_ok();
+        let verdict = self.start_grammar(&bytes[end..]).is_some();
         self.verdicts.insert((token, end), verdict);
         Ok(verdict)
     }
@@ -427,5 +467,30 @@ mod tests {
         assert!(m.is_finished());
         assert!(!m.is_triggered());
         assert_eq!(allowed(&mut m), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn under_a_budget_the_trigger_comes_only_while_the_grammar_can_complete() {
+        let pieces = ["a", "b", "<t>", "<t>x", "<t>1", "1", "2", "x", "<eos>"];
+        let (mut m, _) = setup(&pieces, "<t>", "[0-9]{2}");
+        m.set_token_budget(Some(3)).unwrap();
+        m.accept_token(0).unwrap();
+        // Two tokens left: "<t>" would leave one for two digits; "<t>1" leaves one for one.
+        assert_eq!(allowed(&mut m), vec![0, 1, 4, 5, 6, 7, 8]);
+        assert_eq!(
+            m.accept_token(2),
+            Err(MatchError::TokenNotAllowed { token: 2 })
+        );
+        m.accept_token(4).unwrap();
+        assert!(m.is_triggered());
+        assert_eq!(m.matcher().and_then(Matcher::tokens_left), Some(1));
+        assert_eq!(allowed(&mut m), vec![5, 6]);
+        m.accept_token(5).unwrap();
+        assert!(m.is_finished());
+        // Lowering the budget below what the grammar took is refused once triggered.
+        assert!(matches!(
+            m.set_token_budget(Some(2)),
+            Err(MatchError::BudgetTooSmall { .. })
+        ));
     }
 }
