@@ -1,6 +1,9 @@
 //! Compile time of schemas: a few built in, and every 50th MaskBench schema when the shared
 //! data is there (`CONSTRAIN_SHARED_DIR`).
 
+// `criterion_group!` defines a public function without documentation.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
 

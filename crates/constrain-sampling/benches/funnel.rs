@@ -3,6 +3,9 @@
 //!
 //! `cargo bench -p constrain-sampling --bench funnel`
 
+// `criterion_group!` defines a public function without documentation.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 use std::time::Duration;
 

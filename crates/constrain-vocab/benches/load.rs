@@ -3,6 +3,9 @@
 //! the full tokenizer): the committed fixture, then every shared tokenizer when the shared
 //! reference data is present.
 
+// `criterion_group!` defines a public function without documentation.
+#![allow(missing_docs)]
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! `constrain bench soundness`: random documents drawn through the masks of every schema of a
-//! MaskBench directory must validate against their schema (see [`super::soundness_check`]).
+//! MaskBench directory must validate against their schema (see `soundness_check`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

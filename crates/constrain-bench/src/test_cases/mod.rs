@@ -4,7 +4,7 @@
 //! Formats (recognised from the file's content):
 //!
 //! * GBNF cases, as in llama.cpp's grammar tests: matching cases (`passing`/`failing`
-//!   strings), build failures (`reason`) and parser cases (`should_parse`); see [`gbnf`];
+//!   strings), build failures (`reason`) and parser cases (`should_parse`); see `gbnf`;
 //! * JSON Schema cases, one file or a directory of suite files; see [`json_schema`].
 //!
 //! Every string is checked at byte level (all bytes, then the end). With `--tokenizer`, it is

@@ -48,7 +48,7 @@ struct EdgeBounds {
 pub const MAX_EDGE_BOUND: u32 = 1 << 16;
 
 /// Most edges times lengths a graph with edge bounds may have: the lengths of its paths are
-/// found one length at a time over every edge (see [`RegexGraph::path_lengths`]).
+/// found one length at a time over every edge (see `RegexGraph::path_lengths`).
 pub const MAX_EDGE_BOUND_WORK: u64 = 1 << 26;
 
 /// One state of a [`RegexGraph`].
