@@ -1,6 +1,7 @@
 //! Every schema of `schemas/`, with the real model: greedy and five seeds at temperature 1.0,
-//! within budgets of 64 and 128 tokens, all exit 0 with JSON that the `jsonschema` validator
-//! accepts, its strings spelled canonically; the same runs cut off at 48 tokens
+//! within budgets of 48 and 128 tokens, all exit 0 with JSON that the `jsonschema` validator
+//! accepts, its strings spelled canonically (a schema whose shortest output takes more than 48
+//! tokens is refused at 48, saying so); the same runs cut off at 48 tokens
 //! (`--truncate`) leave some incomplete; a budget below a schema's shortest completion is a
 //! clear error before any token.
 
@@ -25,6 +26,9 @@ fn check_schema(file: &str) {
 
     let mut failures = Vec::new();
     for max_tokens in BUDGETS {
+        if file == "signup_form.json" && max_tokens == "48" {
+            continue; // below its shortest output: refused, as the test below shows
+        }
         for (label, sampling) in sampling_cases() {
             let label = format!("{label}, --max-tokens {max_tokens}");
             let sampling: Vec<&str> = sampling.iter().map(String::as_str).collect();
@@ -49,7 +53,7 @@ fn check_schema(file: &str) {
 
 /// The token budgets every schema is generated within (the shortest completion of
 /// `signup_form.json` takes 49 of the default model's tokens: 48 is refused, below).
-const BUDGETS: [&str; 2] = ["64", "128"];
+const BUDGETS: [&str; 2] = ["48", "128"];
 
 #[test]
 fn a_budget_below_the_shortest_completion_is_refused_before_generating() {
