@@ -36,6 +36,7 @@ fn run(
                 max_tokens,
                 truncate: false,
                 fast_forward,
+                logprobs: None,
             },
             &mut |bytes: &[u8]| {
                 streamed.extend_from_slice(bytes);
@@ -168,6 +169,7 @@ fn a_prompt_longer_than_the_context_is_an_error() {
         max_tokens: 4,
         truncate: false,
         fast_forward: true,
+        logprobs: None,
     };
     let err = session
         .generate(request, &mut |_: &[u8]| Ok(()))
