@@ -78,7 +78,7 @@ pub use funnel::{Funnel, Trace, TraceStep};
 pub use history::{History, TokenCounts};
 pub use logprobs::{log_normalizer, token_logprobs, top_tokens, TokenLogprobs};
 pub use rng::{SplitMix64, Xoshiro256StarStar};
-pub use speculative::{verify_draft, Verification};
+pub use speculative::{verify_draft, DraftCheck, Verification};
 pub use stage::Stage;
 pub use steps::{
     apply_frequency_presence_penalty, apply_grammar_mask, apply_logit_bias, apply_min_p,

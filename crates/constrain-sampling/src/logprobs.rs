@@ -136,19 +136,21 @@ fn is_allowed(mask: &[u32], token: u32) -> bool {
 
 /// The ids below `width` whose bit is set, increasing.
 fn allowed_ids(mask: &[u32], width: usize) -> impl Iterator<Item = u32> + '_ {
-    mask.iter().enumerate().flat_map(move |(word_index, &word)| {
-        let mut bits = word;
-        std::iter::from_fn(move || {
-            if bits == 0 {
-                return None;
-            }
-            let id = word_index * 32 + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            Some(id)
+    mask.iter()
+        .enumerate()
+        .flat_map(move |(word_index, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let id = word_index * 32 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                Some(id)
+            })
+            .filter(move |&id| id < width)
+            .map(|id| id as u32)
         })
-        .filter(move |&id| id < width)
-        .map(|id| id as u32)
-    })
 }
 
 #[cfg(test)]
