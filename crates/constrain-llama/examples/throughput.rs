@@ -252,6 +252,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 truncate: false,
                 fast_forward,
                 logprobs: None,
+                lookup: None,
             };
             let free = session.generate(request(None, true), &mut sink)?;
             totals[0].add(&free, is_valid(&free));

@@ -12,9 +12,13 @@ use std::time::{Duration, Instant};
 use constrain_engine::Matcher;
 use constrain_vocab::TokenKind;
 
-use constrain_sampling::{log_normalizer, token_logprobs, SamplerConfig, TokenLogprobs};
+use constrain::{grammar_prefix, prompt_lookup};
+use constrain_sampling::{
+    log_normalizer, token_logprobs, DraftCheck, SamplerConfig, TokenLogprobs,
+};
 
 use crate::sampler::TokenSampler;
+use crate::sequences::SequenceTokens;
 use crate::stats::{percentile_us, Stats, StopReason};
 use crate::{LlamaError, Session};
 
@@ -50,6 +54,11 @@ pub struct Request<'a> {
     /// and the output's score under the constraint ([`Stats::sequence_logprob`]). `None`
     /// computes neither.
     pub logprobs: Option<usize>,
+    /// Speculative decoding by prompt lookup with drafts of up to this many tokens (see
+    /// [`constrain::prompt_lookup`]): each draft is scored in one batch and verified with the
+    /// funnel's own distribution, so the output is distributed as without it (identical when
+    /// greedy). `None` or 0: off.
+    pub lookup: Option<usize>,
 }
 
 /// The outcome of a generation.
@@ -117,6 +126,7 @@ impl Session<'_> {
         let (mut sampled, mut forced) = (0usize, 0usize);
         let mut logprobs = Vec::new();
         let mut sequence_logprob = 0.0f64;
+        let (mut drafted, mut accepted_drafts) = (0usize, 0usize);
         let start = Instant::now();
 
         let stop_reason = loop {
@@ -164,6 +174,102 @@ impl Session<'_> {
             }
             if budget == 0 || context_room == 0 {
                 break limit_reason(budget);
+            }
+
+            // Speculative decoding by prompt lookup: draft, score every drafted position in
+            // one batch, keep what verification accepts.
+            let max_draft = request
+                .lookup
+                .unwrap_or(0)
+                .min(budget - 1)
+                .min(context_room - 1);
+            if max_draft > 0 && !pending.is_empty() {
+                let context: Vec<u32> = request.prompt.iter().chain(&out.tokens).copied().collect();
+                let mut draft = prompt_lookup(&context, max_draft).to_vec();
+                let then_draw = match matcher.as_mut() {
+                    Some(m) => {
+                        let cut = grammar_prefix(m, &draft, request.fast_forward)?;
+                        draft.truncate(cut.tokens);
+                        cut.then_draw
+                    }
+                    None => {
+                        let end = draft
+                            .iter()
+                            .position(|&t| vocabulary.kind(t) == Some(TokenKind::EndOfSequence));
+                        draft.truncate(end.unwrap_or(draft.len()));
+                        true
+                    }
+                };
+                if !draft.is_empty() {
+                    drafted += draft.len();
+                    let base = self.position();
+                    // Row `first + i` holds the logits that verify `draft[i]`.
+                    let first = pending.len() - 1;
+                    let batch: Vec<u32> = pending.iter().chain(&draft).copied().collect();
+                    let evaluating = Instant::now();
+                    self.decode(&[SequenceTokens {
+                        seq: 0,
+                        tokens: &batch,
+                        logits_from: first,
+                    }])?;
+                    eval_time += evaluating.elapsed();
+                    pending.clear();
+                    let mut accepted = 0;
+                    let mut chosen = None;
+                    for i in 0..=draft.len() {
+                        if i == draft.len() && !then_draw {
+                            // The grammar forces or finishes here: the loop takes over, as
+                            // plain decoding would.
+                            break;
+                        }
+                        let logits = self.logits_at(0, first + i);
+                        let row_mask = match (matcher.as_mut(), mask.as_mut()) {
+                            (Some(m), Some(mask)) => {
+                                let t = Instant::now();
+                                m.fill_mask(mask)?;
+                                mask_times.push(t.elapsed());
+                                Some(mask.as_slice())
+                            }
+                            _ => None,
+                        };
+                        let token = match draft.get(i) {
+                            Some(&drafted) => match sampler.verify(logits, row_mask, drafted)? {
+                                DraftCheck::Accepted => drafted,
+                                DraftCheck::Rejected { replacement } => replacement,
+                            },
+                            None => sampler.sample(logits, row_mask)?,
+                        };
+                        sampled += 1;
+                        if let Some(top) = request.logprobs {
+                            logprobs.push(token_logprobs(logits, None, token, top)?);
+                            let normalizer = log_normalizer(logits, row_mask)?;
+                            sequence_logprob += f64::from(logits[token as usize]) - normalizer;
+                        }
+                        if let Some(m) = matcher.as_mut() {
+                            m.accept_token(token)?;
+                        }
+                        sampler.accept(token);
+                        if draft.get(i) == Some(&token) {
+                            accepted += 1;
+                            out.push(token, vocabulary.token_bytes(token))?;
+                            continue;
+                        }
+                        chosen = Some(token);
+                        break;
+                    }
+                    accepted_drafts += accepted;
+                    // The cache keeps the accepted draft and drops the rest.
+                    self.truncate_sequence(0, base + first + 1 + accepted)?;
+                    if let Some(token) = chosen {
+                        if vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
+                            out.end(token);
+                            break StopReason::EndOfSequence;
+                        }
+                        out.push(token, vocabulary.token_bytes(token))?;
+                        pending.push(token);
+                    }
+                    continue;
+                }
             }
 
             let (evaluating, took) =
@@ -217,6 +323,8 @@ impl Session<'_> {
             prefill_s,
             eval_s: eval_time.as_secs_f64(),
             sequence_logprob: request.logprobs.map(|_| sequence_logprob),
+            draft_tokens: request.lookup.map(|_| drafted),
+            accepted_draft_tokens: request.lookup.map(|_| accepted_drafts),
         };
         Ok(Generation {
             output: out.bytes,

@@ -134,6 +134,8 @@ impl Session<'_> {
             prefill_s,
             eval_s: eval_time.as_secs_f64(),
             sequence_logprob: None,
+            draft_tokens: None,
+            accepted_draft_tokens: None,
         };
         Ok(Generation {
             output,

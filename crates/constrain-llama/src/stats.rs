@@ -72,6 +72,12 @@ pub struct Stats {
     /// maximizes. `None` unless log-probabilities were asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sequence_logprob: Option<f64>,
+    /// Tokens the prompt lookup drafted (`None` without lookup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft_tokens: Option<usize>,
+    /// Drafted tokens that verification accepted (`None` without lookup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_draft_tokens: Option<usize>,
 }
 
 /// Nearest-rank percentile `p` (0..=100) of `samples`, in microseconds.
@@ -118,6 +124,8 @@ mod tests {
             prefill_s: 0.1,
             eval_s: 0.4,
             sequence_logprob: None,
+            draft_tokens: None,
+            accepted_draft_tokens: None,
         };
         let json = serde_json::to_value(&stats).unwrap();
         let keys: Vec<&str> = json

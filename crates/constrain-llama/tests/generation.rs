@@ -37,6 +37,7 @@ fn run(
                 truncate: false,
                 fast_forward,
                 logprobs: None,
+                lookup: None,
             },
             &mut |bytes: &[u8]| {
                 streamed.extend_from_slice(bytes);
@@ -170,6 +171,7 @@ fn a_prompt_longer_than_the_context_is_an_error() {
         truncate: false,
         fast_forward: true,
         logprobs: None,
+        lookup: None,
     };
     let err = session
         .generate(request, &mut |_: &[u8]| Ok(()))

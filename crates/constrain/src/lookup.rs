@@ -44,30 +44,66 @@ pub fn prompt_lookup(context: &[u32], max_len: usize) -> &[u32] {
     &[]
 }
 
-/// How many leading tokens of `draft` the matcher accepts one after another (end tokens are
-/// never drafted); the matcher is left as it was.
+/// Whether plain decoding draws a token in the matcher's state: not when the grammar is
+/// finished, the token budget spent, or (with `fast_forward`) the grammar forces tokens, which
+/// the decode loop appends without drawing.
+///
+/// # Errors
+///
+/// The matcher's errors.
+pub fn is_draw_point(matcher: &mut Matcher, fast_forward: bool) -> Result<bool, MatchError> {
+    if matcher.is_finished() || matcher.tokens_left() == Some(0) {
+        return Ok(false);
+    }
+    Ok(!fast_forward || matcher.forced_tokens()?.is_empty())
+}
+
+/// How much of a draft speculative decoding may verify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DraftCut {
+    /// Leading draft tokens that each come at a draw point (see [`is_draw_point`]) and that
+    /// the matcher accepts one after another (end tokens are never drafted).
+    pub tokens: usize,
+    /// Whether the state after them is a draw point too (then a token is drawn there when the
+    /// whole draft is accepted).
+    pub then_draw: bool,
+}
+
+/// The part of `draft` verification may go through: where plain decoding would draw every
+/// token, so that verified output is the output plain decoding gives. The matcher is left as
+/// it was.
 ///
 /// # Errors
 ///
 /// The matcher's errors other than a refused token.
-pub fn grammar_prefix(matcher: &mut Matcher, draft: &[u32]) -> Result<usize, MatchError> {
+pub fn grammar_prefix(
+    matcher: &mut Matcher,
+    draft: &[u32],
+    fast_forward: bool,
+) -> Result<DraftCut, MatchError> {
     let vocabulary = matcher.grammar().vocabulary().clone();
     let mut accepted = 0;
-    for &token in draft {
-        if vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
-            break;
-        }
-        match matcher.accept_token(token) {
-            Ok(()) => accepted += 1,
-            Err(MatchError::TokenNotAllowed { .. }) => break,
-            Err(other) => {
-                matcher.rollback(accepted)?;
-                return Err(other);
+    let outcome = (|| {
+        for &token in draft {
+            if !is_draw_point(matcher, fast_forward)? {
+                return Ok(false);
+            }
+            if vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
+                return Ok(true);
+            }
+            match matcher.accept_token(token) {
+                Ok(()) => accepted += 1,
+                Err(MatchError::TokenNotAllowed { .. }) => return Ok(true),
+                Err(other) => return Err(other),
             }
         }
-    }
+        is_draw_point(matcher, fast_forward)
+    })();
     matcher.rollback(accepted)?;
-    Ok(accepted)
+    Ok(DraftCut {
+        tokens: accepted,
+        then_draw: outcome?,
+    })
 }
 
 #[cfg(test)]

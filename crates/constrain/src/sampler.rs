@@ -159,15 +159,16 @@ impl ConstrainedSampler {
         self.run(model, max_tokens)
     }
 
-    /// The lookup's draft after `output`, at most `max_len` tokens the grammar accepts.
-    fn draft(&mut self, output: &[u32], max_len: usize) -> Result<Vec<u32>, Error> {
+    /// The lookup's draft after `output`, at most `max_len` tokens, cut where plain decoding
+    /// would not draw (see [`grammar_prefix`]).
+    fn draft(&mut self, output: &[u32], max_len: usize) -> Result<(Vec<u32>, bool), Error> {
         if self.lookup == 0 || max_len == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), true));
         }
         let context: Vec<u32> = self.prompt.iter().chain(output).copied().collect();
         let draft = prompt_lookup(&context, self.lookup.min(max_len));
-        let keep = grammar_prefix(&mut self.matcher, draft)?;
-        Ok(draft[..keep].to_vec())
+        let cut = grammar_prefix(&mut self.matcher, draft, true)?;
+        Ok((draft[..cut.tokens].to_vec(), cut.then_draw))
     }
 
     fn run(
@@ -195,7 +196,7 @@ impl ConstrainedSampler {
                 continue;
             }
             let room = max_tokens - tokens.len();
-            let draft = self.draft(&tokens, room - 1)?;
+            let (draft, then_draw) = self.draft(&tokens, room - 1)?;
             drafted += draft.len();
             // The model scores each drafted position (a backend does it in one batch); the
             // first rejection, or the token after a fully accepted draft, ends the step.
@@ -223,6 +224,9 @@ impl ConstrainedSampler {
             }
             let token = match token {
                 Some(token) => token,
+                // A fully accepted draft that ends where the grammar forces or finishes: the
+                // loop takes it from there, as plain decoding would.
+                None if !then_draw => continue,
                 None => self.sample(&model(&tokens))?,
             };
             self.accept(token)?;
