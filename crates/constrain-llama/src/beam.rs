@@ -39,12 +39,34 @@ pub struct BeamGeneration {
 /// The session as [`BeamModel`]: beam `i`'s sequence is the context's sequence `i`.
 struct Beams<'s, 'm> {
     session: &'s mut Session<'m>,
+    /// Tokens of the prompt not decoded yet: the first batch starts with them.
+    prompt_len: usize,
 }
 
 impl BeamModel for Beams<'_, '_> {
     type Error = LlamaError;
 
     fn decode(&mut self, work: &[(usize, &[u32])]) -> Result<(), LlamaError> {
+        if let (&[(seq, tokens)], true) = (work, self.prompt_len > 0) {
+            // The prompt in a batch of its own, then what the grammar forced after it: the
+            // batches of plain decoding, whose logits one beam must reproduce exactly
+            // (llama.cpp's arithmetic depends on how tokens are batched).
+            let (prompt, forced) = tokens.split_at(self.prompt_len.min(tokens.len()));
+            self.prompt_len = 0;
+            self.session.decode(&[SequenceTokens {
+                seq,
+                tokens: prompt,
+                logits_from: prompt.len().saturating_sub(1),
+            }])?;
+            if forced.is_empty() {
+                return Ok(());
+            }
+            return self.session.decode(&[SequenceTokens {
+                seq,
+                tokens: forced,
+                logits_from: forced.len() - 1,
+            }]);
+        }
         let batch: Vec<SequenceTokens<'_>> = work
             .iter()
             .map(|&(seq, tokens)| SequenceTokens {
@@ -108,7 +130,10 @@ impl Session<'_> {
         self.clear();
         let start = Instant::now();
         let search = beam_search(
-            &mut Beams { session: self },
+            &mut Beams {
+                session: self,
+                prompt_len: request.prompt.len(),
+            },
             request.prompt,
             request.constraint,
             &config,

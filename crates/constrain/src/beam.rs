@@ -3,11 +3,13 @@
 //! A hypothesis's score is the sum of its chosen tokens' log-probabilities in the model's
 //! distribution masked to the grammar's tokens and renormalized over them (a token the grammar
 //! forces has no alternative and adds 0). Each step extends every live hypothesis by its `B`
-//! best allowed tokens and keeps the `B` best of all extensions and of the hypotheses already
-//! complete; forced tokens extend a hypothesis without branching. The search ends when every
-//! kept hypothesis is complete, and returns the complete one with the best
-//! `score / length^A` (`A`: the length penalty; 0 ranks by likelihood alone). With `B = 1` it
-//! is greedy decoding, token for token.
+//! best allowed tokens and keeps the `B` best extensions: those that end the output (an end
+//! token) join the complete ones, the others are the next step's beams; forced tokens extend
+//! a hypothesis without branching, and one the grammar or the budget ends is complete. The
+//! search ends when no beam is left (ranked by likelihood alone, a beam no likelier than the
+//! best complete output is dropped: it can only fall further behind), and returns the complete
+//! output with the best `score / length^A` (`A`: the length penalty; 0 ranks by likelihood
+//! alone). With `B = 1` it is greedy decoding, token for token.
 //!
 //! The model is anything that implements [`BeamModel`]: several sequences side by side, each
 //! with its own cache, so a backend can evaluate all hypotheses of a step in one batch.
@@ -95,10 +97,6 @@ struct Hypothesis {
 }
 
 impl Hypothesis {
-    fn is_complete(&self) -> bool {
-        self.seq.is_none()
-    }
-
     fn finish(&self, length_penalty: f64) -> Beam {
         let length = self.tokens.len().max(1) as f64;
         Beam {
@@ -111,11 +109,10 @@ impl Hypothesis {
     }
 }
 
-/// An extension of a live hypothesis (or a complete one carried over).
+/// An extension of a live hypothesis by one token.
 struct Candidate {
     parent: usize,
-    /// `None`: the parent itself, complete, carried over.
-    token: Option<u32>,
+    token: u32,
     logprob: f64,
 }
 
@@ -167,23 +164,25 @@ pub fn beam_search<M: BeamModel>(
     let mut decode_calls = 0;
 
     loop {
-        for hypothesis in pool.iter_mut().filter(|h| !h.is_complete()) {
-            if advance_forced(hypothesis, &vocabulary)? {
+        // Forced tokens first; a hypothesis that completes leaves the pool for good.
+        let mut live = Vec::with_capacity(pool.len());
+        for mut hypothesis in pool {
+            if advance_forced(&mut hypothesis, &vocabulary)? {
                 if let Some(seq) = hypothesis.seq.take() {
                     model.release(seq)?;
                 }
                 completed.push(hypothesis.finish(config.length_penalty));
+            } else {
+                live.push(hypothesis);
             }
         }
-        let live: Vec<usize> = (0..pool.len())
-            .filter(|&i| !pool[i].is_complete())
-            .collect();
-        if live.is_empty() {
+        pool = prune(model, live, &completed, config)?;
+        if pool.is_empty() {
             break;
         }
-        let work: Vec<(usize, &[u32])> = live
+        let work: Vec<(usize, &[u32])> = pool
             .iter()
-            .filter_map(|&i| pool[i].seq.map(|seq| (seq, pool[i].pending.as_slice())))
+            .filter_map(|h| h.seq.map(|seq| (seq, h.pending.as_slice())))
             .collect();
         model.decode(&work)?;
         decode_calls += 1;
@@ -191,27 +190,21 @@ pub fn beam_search<M: BeamModel>(
         let mut candidates = Vec::new();
         for (i, hypothesis) in pool.iter_mut().enumerate() {
             hypothesis.pending.clear();
-            let Some(seq) = hypothesis.seq else {
-                candidates.push(Candidate {
-                    parent: i,
-                    token: None,
-                    logprob: hypothesis.logprob,
-                });
-                continue;
-            };
+            let Some(seq) = hypothesis.seq else { continue };
             hypothesis.matcher.fill_mask(&mut mask)?;
             let logits = model.logits(seq);
             let normalizer = log_normalizer(logits, Some(&mask))?;
             for (token, logit) in top_tokens(logits, Some(&mask), config.beams) {
                 candidates.push(Candidate {
                     parent: i,
-                    token: Some(token),
+                    token,
                     logprob: hypothesis.logprob + (f64::from(logit) - normalizer),
                 });
             }
         }
-        // Best first; among equals, the earlier candidate (a parent's tokens come by
-        // decreasing logit, lower id first among equals: greedy's choice).
+        // The best B extensions, best first; among equals, the earlier candidate (a parent's
+        // tokens come by decreasing logit, lower id first among equals: greedy's choice).
+        // Those that end the output complete; the others are the next step's beams.
         candidates.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
         candidates.truncate(config.beams);
         pool = next_pool(
@@ -236,6 +229,30 @@ pub fn beam_search<M: BeamModel>(
         completed,
         decode_calls,
     })
+}
+
+/// Drops the live hypotheses that can no longer win: ranked by likelihood alone (`A = 0`), a
+/// partial output scored at most the best complete one only falls further behind it (every
+/// token adds a log-probability of at most 0).
+fn prune<M: BeamModel>(
+    model: &mut M,
+    live: Vec<Hypothesis>,
+    completed: &[Beam],
+    config: &BeamConfig,
+) -> Result<Vec<Hypothesis>, M::Error> {
+    let best = completed.iter().map(|b| b.logprob).max_by(f64::total_cmp);
+    let Some(best) = best.filter(|_| config.length_penalty == 0.0) else {
+        return Ok(live);
+    };
+    let mut kept = Vec::with_capacity(live.len());
+    for hypothesis in live {
+        if hypothesis.logprob > best {
+            kept.push(hypothesis);
+        } else if let Some(seq) = hypothesis.seq {
+            model.release(seq)?;
+        }
+    }
+    Ok(kept)
 }
 
 /// Appends the tokens the grammar forces; true when the hypothesis is then complete (the
@@ -283,10 +300,7 @@ fn next_pool<M: BeamModel>(
     let mut live_children: Vec<Vec<usize>> = vec![Vec::new(); pool.len()];
     for candidate in kept {
         let parent = &pool[candidate.parent];
-        let Some(token) = candidate.token else {
-            next.push(parent.clone());
-            continue;
-        };
+        let token = candidate.token;
         let mut child = Hypothesis {
             matcher: parent.matcher.clone(),
             tokens: parent.tokens.clone(),
@@ -300,11 +314,11 @@ fn next_pool<M: BeamModel>(
         if vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
             child.end = Some(token);
             completed.push(child.finish(config.length_penalty));
-        } else {
-            child.tokens.push(token);
-            child.pending.push(token);
-            live_children[candidate.parent].push(next.len());
+            continue;
         }
+        child.tokens.push(token);
+        child.pending.push(token);
+        live_children[candidate.parent].push(next.len());
         next.push(child);
     }
     // Parents without a live child give their sequence back; the children that need a copy
