@@ -3,6 +3,9 @@
 //!
 //! `cargo bench -p constrain-sampling --bench funnel`
 
+// `criterion_group!` writes a public function without a doc comment.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -598,7 +598,7 @@ impl Sequence {
             String::from_utf8_lossy(&self.output[self.sent.min(self.output.len())..]).into_owned();
         self.sent = self.output.len();
         let logprobs = std::mem::take(&mut self.logprobs);
-        (!text.is_empty() || !logprobs.is_empty()).then(|| Event::Delta {
+        (!text.is_empty() || !logprobs.is_empty()).then_some(Event::Delta {
             index: self.index,
             text,
             logprobs,
