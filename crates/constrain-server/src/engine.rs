@@ -524,8 +524,9 @@ impl Sequence {
             .sample_from(logits, mask, &self.history, &mut self.rng)
             .map_err(|e| ApiError::internal(format!("sampling: {e}")))?;
         if let Some(top) = self.params.logprobs {
-            self.logprobs
-                .push(token_logprob(logits, token, top, &self.vocabulary));
+            let scored = token_logprob(logits, token, top, &self.vocabulary)
+                .map_err(|e| ApiError::internal(format!("logprobs: {e}")))?;
+            self.logprobs.push(scored);
         }
         self.constraint.accept(token).map_err(match_error)?;
         self.stats.sampled += 1;
@@ -647,24 +648,19 @@ fn held_back(output: &[u8], stops: &[String]) -> usize {
         .unwrap_or(0)
 }
 
-/// The log-probability of `token` under `logits`, with the `top` most likely tokens.
+/// The log-probability of `token` under the model's distribution `softmax(logits)`, with the
+/// `top` most likely tokens (computed by [`constrain_sampling::token_logprobs`], which the CLI
+/// shares), spelled as bytes.
+///
+/// # Errors
+///
+/// The funnel's error for logits it refuses, or a token beyond them.
 pub fn token_logprob(
     logits: &[f32],
     token: u32,
     top: usize,
     vocabulary: &Vocabulary,
-) -> TokenLogprob {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
-    let lse = f64::from(max) + sum.ln();
-    let lp = |id: u32| {
-        (f64::from(
-            logits
-                .get(id as usize)
-                .copied()
-                .unwrap_or(f32::NEG_INFINITY),
-        ) - lse) as f32
-    };
+) -> Result<TokenLogprob, constrain_sampling::SamplingError> {
     let bytes = |id: u32| {
         if vocabulary.kind(id) == Some(TokenKind::EndOfSequence) {
             Vec::new()
@@ -675,24 +671,16 @@ pub fn token_logprob(
                 .unwrap_or_default()
         }
     };
-    let mut best: Vec<(f32, u32)> = Vec::with_capacity(top + 1);
-    if top > 0 {
-        for (id, &l) in logits.iter().enumerate() {
-            if best.len() < top || l > best[best.len() - 1].0 {
-                let at = best.partition_point(|&(b, _)| b >= l);
-                best.insert(at, (l, id as u32));
-                best.truncate(top);
-            }
-        }
-    }
-    TokenLogprob {
+    let scored = constrain_sampling::token_logprobs(logits, None, token, top)?;
+    Ok(TokenLogprob {
         bytes: bytes(token),
-        logprob: lp(token),
-        top: best
+        logprob: scored.logprob,
+        top: scored
+            .top
             .into_iter()
-            .map(|(_, id)| (bytes(id), lp(id)))
+            .map(|(id, logprob)| (bytes(id), logprob))
             .collect(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -720,7 +708,7 @@ mod tests {
         )
         .unwrap();
         let logits = [0.0f32, (2.0f32).ln(), 0.0];
-        let lp = token_logprob(&logits, 1, 2, &vocab);
+        let lp = token_logprob(&logits, 1, 2, &vocab).unwrap();
         assert!((lp.logprob - 0.5f32.ln()).abs() < 1e-6);
         assert_eq!(lp.top.len(), 2);
         assert_eq!(lp.top[0].0, b"b");
