@@ -436,23 +436,12 @@ fn check_prompt(state: &AppState, prompt: &[u32], max_tokens: &mut usize) -> Res
     Ok(())
 }
 
-/// `POST /v1/chat/completions`.
+/// `POST /v1/chat/completions` (an error answers as an OpenAI error object).
 pub async fn chat(
     State(state): Shared,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let arrived = Instant::now();
-    match chat_inner(state, body, arrived).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn chat_inner(
-    state: Arc<AppState>,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-    arrived: Instant,
 ) -> Result<Response, ApiError> {
+    let arrived = Instant::now();
     let body = body_or_error(body, state.options.max_body_bytes)?;
     let request: ChatRequest = parse_body(&body)?;
     check_model(&state, request.model.as_deref())?;
@@ -546,23 +535,12 @@ async fn chat_inner(
     run(state, plan, prompt, arrived, Kind::Chat { tools_active }).await
 }
 
-/// `POST /v1/completions`.
+/// `POST /v1/completions` (an error answers as an OpenAI error object).
 pub async fn completions(
     State(state): Shared,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let arrived = Instant::now();
-    match completions_inner(state, body, arrived).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn completions_inner(
-    state: Arc<AppState>,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-    arrived: Instant,
 ) -> Result<Response, ApiError> {
+    let arrived = Instant::now();
     let body = body_or_error(body, state.options.max_body_bytes)?;
     let request: CompletionRequest = parse_body(&body)?;
     check_model(&state, request.model.as_deref())?;

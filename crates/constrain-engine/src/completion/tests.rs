@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use constrain_testdata::XorShift64;
 use constrain_vocab::{TokenKind, Vocabulary};
 use rustc_hash::FxHashSet;
 
@@ -170,18 +171,6 @@ fn brute_force(g: &CompiledGrammar, state: StateId) -> Option<usize> {
     })
 }
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
-    }
-}
-
 #[test]
 fn shortest_completions_are_exact_and_complete() {
     let vocab = vocab();
@@ -191,7 +180,7 @@ fn shortest_completions_are_exact_and_complete() {
         let g = CompiledGrammar::new(&grammar, index.clone(), Limits::default()).expect("compiles");
         let mut checked = 0;
         for seed in 1..=40u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut rng = XorShift64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let mut m = Matcher::new(g.clone());
             let mut mask = vec![0u32; g.mask_words()];
             for _ in 0..25 {
@@ -222,7 +211,7 @@ fn shortest_completions_are_exact_and_complete() {
                 if text.is_empty() {
                     break;
                 }
-                m.accept_token(text[rng.below(text.len())])
+                m.accept_token(text[rng.index(text.len())])
                     .expect("allowed");
             }
         }
