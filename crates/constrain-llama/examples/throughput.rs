@@ -251,6 +251,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 max_tokens: settings.max_tokens,
                 truncate: false,
                 fast_forward,
+                logprobs: None,
+                lookup: None,
             };
             let free = session.generate(request(None, true), &mut sink)?;
             totals[0].add(&free, is_valid(&free));

@@ -80,4 +80,8 @@ pub enum LlamaError {
     /// Writing the generated text failed (for example a closed pipe).
     #[error("writing output: {0}")]
     Output(#[source] std::io::Error),
+    /// A multi-sequence operation was refused (a sequence out of range, no room, a cut the
+    /// cache cannot make).
+    #[error("sequences: {0}")]
+    Sequence(String),
 }

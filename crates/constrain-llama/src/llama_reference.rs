@@ -133,11 +133,15 @@ impl Session<'_> {
             output_bytes: output.len(),
             prefill_s,
             eval_s: eval_time.as_secs_f64(),
+            sequence_logprob: None,
+            draft_tokens: None,
+            accepted_draft_tokens: None,
         };
         Ok(Generation {
             output,
             tokens,
             stats,
+            logprobs: Vec::new(),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The sampler as the decode loop sees it: the sampling funnel with its history and seeded
 //! generator, fed from llama.cpp's logits.
 
-use constrain_sampling::{Funnel, History, SamplerConfig, Xoshiro256StarStar};
+use constrain_sampling::{DraftCheck, Funnel, History, SamplerConfig, Xoshiro256StarStar};
 
 use crate::LlamaError;
 
@@ -35,6 +35,19 @@ impl TokenSampler {
         Ok(self
             .funnel
             .sample_from(logits, mask, &self.history, &mut self.rng)?)
+    }
+
+    /// Verifies a drafted token against the funnel's distribution for `logits` (see
+    /// [`Funnel::verify_token`]).
+    pub(crate) fn verify(
+        &mut self,
+        logits: &[f32],
+        mask: Option<&[u32]>,
+        draft: u32,
+    ) -> Result<DraftCheck, LlamaError> {
+        Ok(self
+            .funnel
+            .verify_token(logits, mask, &self.history, draft, &mut self.rng)?)
     }
 
     /// Records a generated token, sampled or forced (the penalties see both).

@@ -19,6 +19,10 @@ pub struct SessionOptions {
     pub threads: Option<u32>,
     /// Largest number of tokens evaluated in one llama.cpp call.
     pub batch_size: u32,
+    /// Sequences the context holds side by side (beams, drafts, a server's requests): each
+    /// has its own positions and cache entries, and they share the `ctx_size` cells (a copied
+    /// prefix takes no room twice).
+    pub sequences: u32,
 }
 
 impl Default for SessionOptions {
@@ -27,6 +31,7 @@ impl Default for SessionOptions {
             ctx_size: 4096,
             threads: None,
             batch_size: 512,
+            sequences: 1,
         }
     }
 }
@@ -37,14 +42,20 @@ impl Default for SessionOptions {
 /// number of generations one after the other (each starts from an empty context).
 pub struct Session<'m> {
     pub(crate) model: &'m Model,
-    ctx: LlamaContext<'m>,
-    batch: LlamaBatch<'static>,
+    pub(crate) ctx: LlamaContext<'m>,
+    pub(crate) batch: LlamaBatch<'static>,
     ctx_size: u32,
-    batch_size: usize,
-    /// Tokens evaluated so far (the next token's position).
-    pos: usize,
+    pub(crate) batch_size: usize,
+    /// Tokens evaluated so far in each sequence (the next token's position); sequence 0 is
+    /// the one [`Session::eval`] extends.
+    pub(crate) positions: Vec<usize>,
     /// Index in the last batch of the token whose logits are current.
     logits_index: Option<i32>,
+    /// Where the logits that the last [`Session::decode`] asked for are.
+    pub(crate) rows: Vec<crate::sequences::LogitsRow>,
+    /// Logits of rows evaluated in an earlier chunk of the last decode, copied out before the
+    /// next chunk overwrote them.
+    pub(crate) saved_logits: Vec<f32>,
     /// Whether a core is left over beside the model's threads: masks are then computed
     /// while the model evaluates (see `generate`). On a machine the model fills, a mask thread
     /// would only take time from it.
@@ -55,7 +66,7 @@ impl std::fmt::Debug for Session<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("ctx_size", &self.ctx_size)
-            .field("pos", &self.pos)
+            .field("positions", &self.positions)
             .finish_non_exhaustive()
     }
 }
@@ -68,7 +79,12 @@ impl<'m> Session<'m> {
         let threads = i32::try_from(threads).unwrap_or(i32::MAX);
         let ctx_size = options.ctx_size.max(1);
         let batch_size = options.batch_size.clamp(1, ctx_size);
+        let sequences = options.sequences.max(1);
         let params = LlamaContextParams::default()
+            .with_n_seq_max(sequences)
+            // One pool of cells for every sequence: a copied prefix is shared, not duplicated,
+            // and each sequence may grow to the whole context.
+            .with_kv_unified(sequences > 1)
             .with_n_ctx(NonZeroU32::new(ctx_size))
             .with_n_batch(batch_size)
             .with_n_ubatch(batch_size)
@@ -86,8 +102,10 @@ impl<'m> Session<'m> {
             batch: LlamaBatch::new(batch_size as usize, 1),
             ctx_size,
             batch_size: batch_size as usize,
-            pos: 0,
+            positions: vec![0; sequences as usize],
             logits_index: None,
+            rows: Vec::new(),
+            saved_logits: Vec::new(),
             overlap_masks,
         })
     }
@@ -104,14 +122,15 @@ impl<'m> Session<'m> {
 
     /// Tokens evaluated since the last [`Session::clear`].
     pub fn position(&self) -> usize {
-        self.pos
+        self.positions[0]
     }
 
     /// Forgets every evaluated token.
     pub fn clear(&mut self) {
         self.ctx.clear_kv_cache();
-        self.pos = 0;
+        self.positions.fill(0);
         self.logits_index = None;
+        self.rows.clear();
     }
 
     /// Evaluates `tokens` after the ones already evaluated; afterwards [`Session::logits`] are the
@@ -120,17 +139,18 @@ impl<'m> Session<'m> {
     /// [`Session::generate`] drives this itself; a decode loop of one's own (a server's, with
     /// its own stopping rules) calls it directly.
     pub fn eval(&mut self, tokens: &[u32]) -> Result<(), LlamaError> {
+        self.rows.clear();
         for (i, chunk) in tokens.chunks(self.batch_size).enumerate() {
             let last_chunk = (i + 1) * self.batch_size >= tokens.len();
             self.batch.clear();
             for (j, &token) in chunk.iter().enumerate() {
                 let wants_logits = last_chunk && j + 1 == chunk.len();
-                let position = i32::try_from(self.pos + j).unwrap_or(i32::MAX);
+                let position = i32::try_from(self.positions[0] + j).unwrap_or(i32::MAX);
                 let token = LlamaToken::new(i32::try_from(token).unwrap_or(i32::MAX));
                 self.batch.add(token, position, &[0], wants_logits)?;
             }
             self.ctx.decode(&mut self.batch)?;
-            self.pos += chunk.len();
+            self.positions[0] += chunk.len();
             if last_chunk {
                 self.logits_index = Some(self.batch.n_tokens() - 1);
             }
@@ -143,8 +163,16 @@ impl<'m> Session<'m> {
     pub fn logits(&self) -> &[f32] {
         match self.logits_index {
             Some(index) => self.ctx.get_logits_ith(index),
-            None => &[],
+            // After a multi-sequence decode: the last row of sequence 0.
+            None => self.last_logits_of(0),
         }
+    }
+}
+
+impl Session<'_> {
+    /// After a multi-sequence decode, [`Session::logits`] has no current row.
+    pub(crate) fn logits_index_reset(&mut self) {
+        self.logits_index = None;
     }
 }
 

@@ -66,6 +66,18 @@ pub struct Stats {
     /// masks, sampling and bookkeeping.
     #[serde(skip)]
     pub eval_s: f64,
+    /// The output's log-probability under the constraint: the sum, over sampled tokens, of
+    /// their log-probability in the model's distribution masked to the allowed tokens and
+    /// renormalized (forced tokens have no alternative and add 0). The score beam search
+    /// maximizes. `None` unless log-probabilities were asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence_logprob: Option<f64>,
+    /// Tokens the prompt lookup drafted (`None` without lookup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft_tokens: Option<usize>,
+    /// Drafted tokens that verification accepted (`None` without lookup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_draft_tokens: Option<usize>,
 }
 
 /// Nearest-rank percentile `p` (0..=100) of `samples`, in microseconds.
@@ -111,6 +123,9 @@ mod tests {
             output_bytes: 10,
             prefill_s: 0.1,
             eval_s: 0.4,
+            sequence_logprob: None,
+            draft_tokens: None,
+            accepted_draft_tokens: None,
         };
         let json = serde_json::to_value(&stats).unwrap();
         let keys: Vec<&str> = json

@@ -36,6 +36,8 @@ fn run(
                 max_tokens,
                 truncate: false,
                 fast_forward,
+                logprobs: None,
+                lookup: None,
             },
             &mut |bytes: &[u8]| {
                 streamed.extend_from_slice(bytes);
@@ -168,6 +170,8 @@ fn a_prompt_longer_than_the_context_is_an_error() {
         max_tokens: 4,
         truncate: false,
         fast_forward: true,
+        logprobs: None,
+        lookup: None,
     };
     let err = session
         .generate(request, &mut |_: &[u8]| Ok(()))

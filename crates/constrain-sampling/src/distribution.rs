@@ -74,6 +74,24 @@ impl Distribution {
         crate::steps::draw_valid(&self.probs, rng).map(|i| self.ids[i])
     }
 
+    /// Draws a token from the distribution without `token` (renormalized): the residual of a
+    /// rejected point-mass draft.
+    ///
+    /// # Errors
+    ///
+    /// [`SamplingError::InvalidProbabilities`] if no other token has a positive probability.
+    pub(crate) fn draw_excluding(
+        &self,
+        token: u32,
+        rng: &mut Xoshiro256StarStar,
+    ) -> Result<u32, SamplingError> {
+        let mut residual = self.probs.clone();
+        if let Ok(i) = self.ids.binary_search(&token) {
+            residual[i] = 0.0;
+        }
+        crate::steps::draw_valid(&residual, rng).map(|i| self.ids[i])
+    }
+
     /// Replaces the content by the finite logits (or only those at `kept`, increasing).
     pub(crate) fn gather(&mut self, logits: &[f32], kept: Option<&[u32]>) {
         self.ids.clear();

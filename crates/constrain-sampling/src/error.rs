@@ -11,6 +11,8 @@ pub enum TokenOrigin {
     LogitBias,
     /// The draft tokens given to [`verify_draft`](crate::verify_draft).
     Draft,
+    /// The token whose log-probability was asked for ([`token_logprobs`](crate::token_logprobs)).
+    Chosen,
 }
 
 impl std::fmt::Display for TokenOrigin {
@@ -19,6 +21,7 @@ impl std::fmt::Display for TokenOrigin {
             TokenOrigin::History => "the history",
             TokenOrigin::LogitBias => "the logit bias",
             TokenOrigin::Draft => "the draft",
+            TokenOrigin::Chosen => "the token asked about",
         })
     }
 }

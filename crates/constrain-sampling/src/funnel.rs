@@ -8,8 +8,8 @@ use crate::steps::{
     repetition_penalized, retain, softmax, top_k_kept, top_p_kept, typical_p_kept, CutoffScratch,
 };
 use crate::{
-    Distribution, History, SamplerConfig, SamplingError, Stage, TokenCounts, TokenOrigin,
-    Xoshiro256StarStar,
+    Distribution, DraftCheck, History, SamplerConfig, SamplingError, Stage, TokenCounts,
+    TokenOrigin, Xoshiro256StarStar,
 };
 
 /// A mask that allows at most one token in this many is read bit by bit: the funnel gathers
@@ -195,22 +195,87 @@ impl Funnel {
         history: &History,
         rng: &mut Xoshiro256StarStar,
     ) -> Result<u32, SamplingError> {
+        self.run_from(logits, mask, history)?;
+        self.candidates.draw(rng)
+    }
+
+    /// Verifies a drafted token that was proposed with certainty (a draft without a
+    /// distribution of its own, such as a prompt lookup): the speculative rule with the draft
+    /// a point mass `p` on `draft`, against `q`, this funnel's distribution for `logits`.
+    ///
+    /// Greedy (temperature 0): accepted exactly when `draft` is the funnel's choice, else the
+    /// choice replaces it. Otherwise: accepted with probability `min(1, q(draft) / 1)`; on
+    /// rejection the replacement is drawn from `normalize(max(0, q - p))`, which is `q`
+    /// without `draft`. Either way the token that comes out is distributed as a token drawn
+    /// from `q` (Leviathan et al. 2023), and the funnel's mask holds: a masked draft is always
+    /// rejected.
+    ///
+    /// ```
+    /// use constrain_sampling::{DraftCheck, Funnel, History, SamplerConfig, Xoshiro256StarStar};
+    /// let mut funnel = Funnel::new(SamplerConfig::greedy())?;
+    /// let mut rng = Xoshiro256StarStar::seed_from_u64(1);
+    /// let history = History::new();
+    /// let logits = [1.0, 3.0, 2.0];
+    /// let accepted = funnel.verify_token(&logits, None, &history, 1, &mut rng)?;
+    /// assert_eq!(accepted, DraftCheck::Accepted);
+    /// let rejected = funnel.verify_token(&logits, None, &history, 2, &mut rng)?;
+    /// assert_eq!(rejected, DraftCheck::Rejected { replacement: 1 });
+    /// # Ok::<(), constrain_sampling::SamplingError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`distribution`](Self::distribution).
+    pub fn verify_token(
+        &mut self,
+        logits: &[f32],
+        mask: Option<&[u32]>,
+        history: &History,
+        draft: u32,
+        rng: &mut Xoshiro256StarStar,
+    ) -> Result<DraftCheck, SamplingError> {
+        self.run_from(logits, mask, history)?;
+        if is_greedy(self.config.temperature) {
+            let choice = self.candidates.draw(rng)?;
+            return Ok(if choice == draft {
+                DraftCheck::Accepted
+            } else {
+                DraftCheck::Rejected {
+                    replacement: choice,
+                }
+            });
+        }
+        let q = f64::from(self.candidates.probability(draft));
+        if rng.next_f64() < q {
+            return Ok(DraftCheck::Accepted);
+        }
+        Ok(DraftCheck::Rejected {
+            replacement: self.candidates.draw_excluding(draft, rng)?,
+        })
+    }
+
+    /// Runs the funnel on logits it must not change (see [`sample_from`](Self::sample_from)).
+    fn run_from(
+        &mut self,
+        logits: &[f32],
+        mask: Option<&[u32]>,
+        history: &History,
+    ) -> Result<(), SamplingError> {
         match self.route(logits, mask, history)? {
             Route::Sparse {
                 active,
                 mask,
                 allowed,
-            } => self.run_sparse(logits, mask, allowed, &active)?,
+            } => self.run_sparse(logits, mask, allowed, &active),
             Route::Dense(active) => {
                 let mut buffer = std::mem::take(&mut self.dense);
                 buffer.clear();
                 buffer.extend_from_slice(logits);
                 let ran = self.run_dense(&mut buffer, mask, &active);
                 self.dense = buffer;
-                ran?
+                ran
             }
         }
-        self.candidates.draw(rng)
     }
 
     /// Runs the funnel and returns the final distribution (what [`sample`](Self::sample)

@@ -53,7 +53,8 @@
 //! # Ok::<(), constrain_sampling::SamplingError>(())
 //! ```
 //!
-//! Speculative decoding's verification step is [`verify_draft`].
+//! Speculative decoding's verification step is [`verify_draft`]; log-probabilities (of the
+//! model's distribution, or of the grammar's renormalized one) are [`token_logprobs`].
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -63,6 +64,7 @@ mod distribution;
 mod error;
 mod funnel;
 mod history;
+mod logprobs;
 mod math;
 mod rng;
 mod speculative;
@@ -74,8 +76,9 @@ pub use distribution::Distribution;
 pub use error::{SamplingError, TokenOrigin};
 pub use funnel::{Funnel, Trace, TraceStep};
 pub use history::{History, TokenCounts};
+pub use logprobs::{log_normalizer, token_logprobs, top_tokens, TokenLogprobs};
 pub use rng::{SplitMix64, Xoshiro256StarStar};
-pub use speculative::{verify_draft, Verification};
+pub use speculative::{verify_draft, DraftCheck, Verification};
 pub use stage::Stage;
 pub use steps::{
     apply_frequency_presence_penalty, apply_grammar_mask, apply_logit_bias, apply_min_p,

@@ -13,6 +13,19 @@ use crate::{draw, SamplingError, TokenOrigin, Xoshiro256StarStar};
 /// How far a row of probabilities may sum from 1 (they come from a softmax in `f32`).
 const NORMALIZATION_TOLERANCE: f64 = 1e-3;
 
+/// What [`Funnel::verify_token`](crate::Funnel::verify_token) decided about one drafted
+/// token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraftCheck {
+    /// The token stays; verification goes on with the next one.
+    Accepted,
+    /// The token and the rest of the draft are dropped; `replacement` comes instead.
+    Rejected {
+        /// The token drawn from the residual distribution.
+        replacement: u32,
+    },
+}
+
 /// What verification kept of a draft.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verification {

@@ -1,22 +1,20 @@
-//! The model side: a bounded queue of jobs, worker threads that own llama.cpp sessions, and the
-//! decode loop of one sequence.
+//! The model side: a bounded queue of jobs, the scheduler thread that owns the llama.cpp
+//! context, and the decode loop of one sequence.
 //!
-//! A request becomes a [`Job`] (prompt tokens, `n` sequences, sampling, a compiled constraint)
-//! and reaches the workers through a bounded queue: when it is full, [`Engine::submit`] answers
-//! 429 at once. Each worker owns one [`Session`] and runs one sequence at a time; what it
-//! generates goes back to the request's handler as [`Event`]s, token by token. A handler that
-//! goes away (a client that disconnected) closes its channel, and the worker stops that job at
-//! the next token.
+//! A request becomes a [`Job`] (prompt tokens, `n` sequences, sampling, a compiled constraint,
+//! a deadline) and reaches the scheduler through a bounded queue: when it is full,
+//! [`Engine::submit`] answers 429 at once. The scheduler ([`crate::scheduler`]) batches every
+//! running sequence into one context, one decode per step; what a sequence generates goes back
+//! to the request's handler as [`Event`]s, token by token. A handler that goes away (a client
+//! that disconnected) closes its channel, and the scheduler frees that job's slots at the next
+//! step.
 //!
-//! The decode loop is split for batching: [`Sequence::next_tokens`] says which tokens a
-//! sequence needs evaluated next (forced tokens are consumed there), [`Sequence::sample`]
-//! takes the logits that follow them. A worker drives one sequence through a session; a
-//! scheduler that batches several sequences into one llama.cpp context per step drives the
-//! same two calls.
+//! The decode loop of one sequence is split for batching: [`Sequence::next_tokens`] says which
+//! tokens a sequence needs evaluated next (forced tokens are consumed there),
+//! [`Sequence::sample`] takes the logits that follow them.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,11 +22,11 @@ use constrain::{CompiledGrammar, Matcher, Trigger, TriggeredMatcher};
 use constrain_llama::{Model, Session, SessionOptions};
 use constrain_sampling::{Funnel, History, SamplerConfig, Xoshiro256StarStar};
 use constrain_vocab::{TokenKind, Vocabulary};
-use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::scheduler::{LlamaSlots, Scheduler, SchedulerOptions};
 
 /// What one request asks of the model.
 pub struct Job {
@@ -42,6 +40,8 @@ pub struct Job {
     pub constraint: Option<ConstraintKind>,
     /// Where the results go.
     pub events: UnboundedSender<Event>,
+    /// When the job is abandoned if not done (it then fails with 504).
+    pub deadline: Option<Instant>,
 }
 
 /// How a job's sequences are generated.
@@ -71,7 +71,7 @@ pub enum ConstraintKind {
     Triggered(Arc<Trigger>, Arc<CompiledGrammar>),
 }
 
-/// What a worker reports about a job.
+/// What the scheduler reports about a job.
 #[derive(Clone, Debug)]
 pub enum Event {
     /// New text of sequence `index` (whole characters; may be empty when only log-probabilities
@@ -128,15 +128,19 @@ pub struct TokenLogprob {
 /// How the engine runs.
 #[derive(Clone, Debug)]
 pub struct EngineOptions {
-    /// Worker threads, each with its own context (sequences served at once).
+    /// Sequences generated at once (slots of the one context).
     pub parallel: usize,
-    /// Jobs that may wait for a worker; more are refused with 429.
+    /// Jobs that may wait for a slot; more are refused with 429.
     pub max_queue: usize,
-    /// Each worker's context.
+    /// Tokens each slot holds (prompt plus output).
+    pub slot_ctx: u32,
+    /// The context's other settings (`ctx_size` and `sequences` are derived from the above).
     pub session: SessionOptions,
+    /// How the scheduler batches.
+    pub scheduler: SchedulerOptions,
 }
 
-/// The queue and the workers behind it.
+/// The queue and the scheduler behind it.
 pub struct Engine {
     queue: SyncSender<Job>,
     metrics: Arc<Metrics>,
@@ -144,40 +148,55 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts the workers; fails if a context cannot be created.
+    /// Starts the scheduler; fails if the context cannot be created.
     pub fn start(
         model: &'static Model,
         options: &EngineOptions,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Engine> {
         let (queue, jobs) = sync_channel::<Job>(options.max_queue);
-        let jobs = Arc::new(Mutex::new(jobs));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-        for worker in 0..options.parallel.max(1) {
-            let jobs = jobs.clone();
-            let metrics = metrics.clone();
-            let session_options = options.session.clone();
-            let ready = ready_tx.clone();
-            std::thread::Builder::new()
-                .name(format!("constrain-worker-{worker}"))
-                .spawn(move || {
-                    let mut session = match Session::new(model, &session_options) {
-                        Ok(s) => {
-                            let _ = ready.send(Ok(()));
-                            s
-                        }
-                        Err(e) => {
-                            let _ = ready.send(Err(e.to_string()));
-                            return;
-                        }
-                    };
-                    drop(ready);
-                    work(&mut session, &jobs, &metrics);
-                })?;
-        }
-        drop(ready_tx);
-        for result in ready_rx.iter() {
-            result.map_err(|e| anyhow::anyhow!("creating a worker's context: {e}"))?;
+        let parallel = options.parallel.max(1);
+        let slot_ctx = options.slot_ctx.max(1);
+        let session_options = SessionOptions {
+            ctx_size: slot_ctx.saturating_mul(parallel as u32),
+            sequences: parallel as u32,
+            ..options.session.clone()
+        };
+        let scheduler_options = options.scheduler.clone();
+        let thread_metrics = metrics.clone();
+        std::thread::Builder::new()
+            .name("constrain-scheduler".into())
+            .spawn(move || {
+                let session = match Session::new(model, &session_options) {
+                    Ok(s) => {
+                        let _ = ready_tx.send(Ok(()));
+                        s
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                drop(ready_tx);
+                let slots = LlamaSlots {
+                    session,
+                    room: slot_ctx as usize,
+                };
+                Scheduler::new(
+                    slots,
+                    model.vocabulary().clone(),
+                    scheduler_options,
+                    thread_metrics,
+                )
+                .run(jobs);
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                anyhow::bail!("creating the context ({parallel} slots of {slot_ctx} tokens): {e}")
+            }
+            Err(_) => anyhow::bail!("the scheduler thread stopped before creating its context"),
         }
         Ok(Engine {
             queue,
@@ -197,85 +216,10 @@ impl Engine {
             }
             Err(TrySendError::Disconnected(_)) => {
                 self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
-                Err(ApiError::unavailable("the model's workers have stopped"))
+                Err(ApiError::unavailable("the model's scheduler has stopped"))
             }
         }
     }
-}
-
-/// A worker: takes jobs until the queue closes.
-fn work(session: &mut Session<'_>, jobs: &Mutex<Receiver<Job>>, metrics: &Metrics) {
-    loop {
-        let job = {
-            let receiver = jobs.lock();
-            receiver.recv()
-        };
-        let Ok(job) = job else { return };
-        metrics.queued.fetch_sub(1, Ordering::Relaxed);
-        metrics.active.fetch_add(1, Ordering::Relaxed);
-        let events = job.events.clone();
-        let outcome =
-            std::panic::catch_unwind(AssertUnwindSafe(|| run_job(session, &job, metrics)));
-        metrics.active.fetch_sub(1, Ordering::Relaxed);
-        let failure = match outcome {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic".into());
-                Some(ApiError::internal(format!("generation failed: {what}")))
-            }
-        };
-        if let Some(e) = failure {
-            let _ = events.send(Event::Failed(e));
-        }
-    }
-}
-
-fn run_job(session: &mut Session<'_>, job: &Job, metrics: &Metrics) -> Result<(), ApiError> {
-    for index in 0..job.n {
-        if job.events.is_closed() {
-            metrics.cancelled.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        let vocabulary = session.model().vocabulary().clone();
-        let mut sequence = Sequence::new(job, index, vocabulary, session.ctx_size() as usize)?;
-        let done = loop {
-            if job.events.is_closed() {
-                metrics.cancelled.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
-            match sequence.next_tokens()? {
-                Next::Evaluate(tokens) => {
-                    if sequence.position == 0 {
-                        session.clear();
-                    }
-                    let t = Instant::now();
-                    session
-                        .eval(&tokens)
-                        .map_err(|e| ApiError::internal(e.to_string()))?;
-                    metrics.add_eval(t.elapsed());
-                    sequence.position += tokens.len();
-                    let delta = sequence.sample(session.logits())?;
-                    if let Some(event) = delta {
-                        let _ = job.events.send(event);
-                    }
-                }
-                Next::Done(done) => {
-                    if let Some(event) = sequence.flush() {
-                        let _ = job.events.send(event);
-                    }
-                    break done;
-                }
-            }
-        };
-        metrics.add_sequence(&sequence.stats);
-        let _ = job.events.send(Event::Done(done));
-    }
-    Ok(())
 }
 
 /// What a sequence needs next.
@@ -452,6 +396,11 @@ impl Sequence {
         })
     }
 
+    /// Which choice of its job this is.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
     /// The tokens to evaluate before the next draw (the prompt first), or the end. Tokens the
     /// grammar forces are appended here, without a draw.
     pub fn next_tokens(&mut self) -> Result<Next, ApiError> {
@@ -524,8 +473,9 @@ impl Sequence {
             .sample_from(logits, mask, &self.history, &mut self.rng)
             .map_err(|e| ApiError::internal(format!("sampling: {e}")))?;
         if let Some(top) = self.params.logprobs {
-            self.logprobs
-                .push(token_logprob(logits, token, top, &self.vocabulary));
+            let scored = token_logprob(logits, token, top, &self.vocabulary)
+                .map_err(|e| ApiError::internal(format!("logprobs: {e}")))?;
+            self.logprobs.push(scored);
         }
         self.constraint.accept(token).map_err(match_error)?;
         self.stats.sampled += 1;
@@ -647,24 +597,19 @@ fn held_back(output: &[u8], stops: &[String]) -> usize {
         .unwrap_or(0)
 }
 
-/// The log-probability of `token` under `logits`, with the `top` most likely tokens.
+/// The log-probability of `token` under the model's distribution `softmax(logits)`, with the
+/// `top` most likely tokens (computed by [`constrain_sampling::token_logprobs`], which the CLI
+/// shares), spelled as bytes.
+///
+/// # Errors
+///
+/// The funnel's error for logits it refuses, or a token beyond them.
 pub fn token_logprob(
     logits: &[f32],
     token: u32,
     top: usize,
     vocabulary: &Vocabulary,
-) -> TokenLogprob {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
-    let lse = f64::from(max) + sum.ln();
-    let lp = |id: u32| {
-        (f64::from(
-            logits
-                .get(id as usize)
-                .copied()
-                .unwrap_or(f32::NEG_INFINITY),
-        ) - lse) as f32
-    };
+) -> Result<TokenLogprob, constrain_sampling::SamplingError> {
     let bytes = |id: u32| {
         if vocabulary.kind(id) == Some(TokenKind::EndOfSequence) {
             Vec::new()
@@ -675,24 +620,16 @@ pub fn token_logprob(
                 .unwrap_or_default()
         }
     };
-    let mut best: Vec<(f32, u32)> = Vec::with_capacity(top + 1);
-    if top > 0 {
-        for (id, &l) in logits.iter().enumerate() {
-            if best.len() < top || l > best[best.len() - 1].0 {
-                let at = best.partition_point(|&(b, _)| b >= l);
-                best.insert(at, (l, id as u32));
-                best.truncate(top);
-            }
-        }
-    }
-    TokenLogprob {
+    let scored = constrain_sampling::token_logprobs(logits, None, token, top)?;
+    Ok(TokenLogprob {
         bytes: bytes(token),
-        logprob: lp(token),
-        top: best
+        logprob: scored.logprob,
+        top: scored
+            .top
             .into_iter()
-            .map(|(_, id)| (bytes(id), lp(id)))
+            .map(|(id, logprob)| (bytes(id), logprob))
             .collect(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -720,7 +657,7 @@ mod tests {
         )
         .unwrap();
         let logits = [0.0f32, (2.0f32).ln(), 0.0];
-        let lp = token_logprob(&logits, 1, 2, &vocab);
+        let lp = token_logprob(&logits, 1, 2, &vocab).unwrap();
         assert!((lp.logprob - 0.5f32.ln()).abs() < 1e-6);
         assert_eq!(lp.top.len(), 2);
         assert_eq!(lp.top[0].0, b"b");

@@ -101,7 +101,7 @@ impl ApiError {
         }
     }
 
-    /// 503: the server is shutting down or its workers are gone.
+    /// 503: the server is shutting down or its scheduler is gone.
     pub fn unavailable(message: impl Into<String>) -> ApiError {
         ApiError {
             status: StatusCode::SERVICE_UNAVAILABLE,
@@ -109,6 +109,19 @@ impl ApiError {
             kind: "server_error",
             param: None,
             code: Some("unavailable"),
+        }
+    }
+
+    /// 504: the request ran past its deadline (`--request-timeout-s`) before it was done.
+    pub fn deadline() -> ApiError {
+        ApiError {
+            status: StatusCode::GATEWAY_TIMEOUT,
+            message: "the request ran past the server's deadline (--request-timeout-s) before \
+                      its answer was complete; ask for fewer tokens or retry later"
+                .into(),
+            kind: "server_error",
+            param: None,
+            code: Some("timeout"),
         }
     }
 

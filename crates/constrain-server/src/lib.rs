@@ -8,7 +8,9 @@
 //! - [`api`]: the request bodies; [`routes`]: the handlers and responses (whole or streamed).
 //! - [`grammars`]: constraints compiled within a time budget and cached by their text.
 //! - [`tools`]: the tool-call format, its grammar, and reading calls back (also as they stream).
-//! - [`engine`]: the bounded queue and the workers that own the model's contexts.
+//! - [`engine`]: the bounded queue, the jobs, and the decode loop of one sequence.
+//! - [`scheduler`]: continuous batching, every running sequence in one context.
+//! - [`metrics`]: `/metrics`; [`request_log`]: one JSON line per request on stderr.
 //!
 //! Start it with [`serve`] (blocking) or build the router with [`router`].
 
@@ -21,7 +23,9 @@ pub mod grammars;
 pub mod metrics;
 mod openapi;
 pub mod prompt;
+pub mod request_log;
 pub mod routes;
+pub mod scheduler;
 pub mod tools;
 
 use std::net::SocketAddr;
@@ -39,6 +43,7 @@ use constrain_sampling::SamplerConfig;
 use crate::engine::{Engine, EngineOptions};
 use crate::grammars::GrammarCache;
 use crate::metrics::Metrics;
+use crate::scheduler::SchedulerOptions;
 
 /// Reported as `system_fingerprint`.
 pub const FINGERPRINT: &str = concat!("constrain-", env!("CARGO_PKG_VERSION"));
@@ -54,14 +59,22 @@ pub struct ServerOptions {
     pub host: String,
     /// Port (0: any free port, printed at start).
     pub port: u16,
-    /// Workers, each with its own context: requests generated at once.
+    /// Slots of the context: sequences generated at once, batched into one decode per step.
     pub parallel: usize,
-    /// Requests that may wait for a worker before new ones get 429.
+    /// Requests that may wait for a slot before new ones get 429.
     pub max_queue: usize,
-    /// Context size of each worker (prompt plus output).
+    /// Tokens each slot holds (prompt plus output); the context holds `parallel` times this.
     pub ctx_size: u32,
-    /// Threads per worker (`None`: the cores divided among the workers).
+    /// Threads of the model's evaluation (`None`: every core).
     pub threads: Option<u32>,
+    /// Most prompt tokens read in one step (all prompts together), so that the running
+    /// sequences keep moving while a long prompt is read.
+    pub prompt_chunk: usize,
+    /// A request not done by then (from its arrival) fails with 504 and frees its slots.
+    pub request_timeout: Duration,
+    /// After SIGTERM or Ctrl-C: how long in-flight requests may take to finish before the
+    /// server exits anyway.
+    pub shutdown_timeout: Duration,
     /// Required as `Authorization: Bearer KEY` on every route but `/health`.
     pub api_key: Option<String>,
     /// The chat template (`None`: the model's own, by family).
@@ -92,10 +105,13 @@ impl ServerOptions {
             model_id: None,
             host: "127.0.0.1".into(),
             port: 8080,
-            parallel: 1,
+            parallel: 4,
             max_queue: 64,
             ctx_size: 4096,
             threads: None,
+            prompt_chunk: 256,
+            request_timeout: Duration::from_secs(600),
+            shutdown_timeout: Duration::from_secs(10),
             api_key: None,
             chat_template: None,
             schema_options: constrain_jsonschema::Options::default(),
@@ -125,13 +141,13 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Loads the model, starts the workers.
+    /// Loads the model, starts the scheduler.
     pub fn new(options: ServerOptions) -> anyhow::Result<AppState> {
         let load = LoadOptions {
             verbose: options.verbose,
             gpu_layers: 0,
         };
-        // The model lives as long as the process: workers and handlers borrow it.
+        // The model lives as long as the process: the scheduler and handlers borrow it.
         let model: &'static Model = Box::leak(Box::new(Model::load(&options.model_path, &load)?));
         let template = match options.chat_template {
             Some(t) => t,
@@ -148,20 +164,18 @@ impl AppState {
             .to_string();
         let model_id = options.model_id.clone().unwrap_or_else(|| stem.clone());
         let metrics = Arc::new(Metrics::default());
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        let parallel = options.parallel.max(1);
-        let threads = options
-            .threads
-            .unwrap_or_else(|| (cores / parallel as u32).max(1));
         let engine = Engine::start(
             model,
             &EngineOptions {
-                parallel,
+                parallel: options.parallel.max(1),
                 max_queue: options.max_queue,
+                slot_ctx: options.ctx_size,
                 session: SessionOptions {
-                    ctx_size: options.ctx_size,
-                    threads: Some(threads),
+                    threads: options.threads,
                     ..SessionOptions::default()
+                },
+                scheduler: SchedulerOptions {
+                    prompt_chunk: options.prompt_chunk.max(1),
                 },
             },
             metrics.clone(),
@@ -257,9 +271,28 @@ pub fn serve(options: ServerOptions) -> anyhow::Result<()> {
             "constrain serve: model {} (chat template {}), listening on http://{local}",
             state.model_id, state.template
         );
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(shutdown_signal())
-            .await?;
+        let deadline = state.options.shutdown_timeout;
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let stopping = stop.clone();
+        let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            eprintln!(
+                "constrain serve: stopping; in-flight requests have {}s to finish \
+                 (--shutdown-timeout-s)",
+                deadline.as_secs()
+            );
+            stopping.notify_one();
+        });
+        // Graceful shutdown waits for every open connection; past the deadline the process
+        // exits anyway (the requests still running are cancelled with it).
+        let expired = async {
+            stop.notified().await;
+            tokio::time::sleep(deadline).await;
+        };
+        tokio::select! {
+            result = server => result?,
+            () = expired => eprintln!("constrain serve: shutdown deadline reached; cancelling what is left"),
+        }
         Ok(())
     })
 }

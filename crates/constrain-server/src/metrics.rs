@@ -9,15 +9,71 @@ use parking_lot::Mutex;
 
 use crate::engine::SequenceStats;
 
+/// A Prometheus histogram with fixed upper bounds (cumulative when rendered).
+struct Histogram {
+    bounds: &'static [f64],
+    /// One count per bound, plus the overflow (`+Inf`).
+    counts: Vec<AtomicU64>,
+    /// The sum, in thousandths (atomics hold integers).
+    sum_milli: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_milli: AtomicU64::new(0),
+        }
+    }
+
+    fn observe(&self, value: f64) {
+        let bucket = self
+            .bounds
+            .iter()
+            .position(|&b| value <= b)
+            .unwrap_or(self.bounds.len());
+        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum_milli
+            .fetch_add((value * 1000.0).round() as u64, Ordering::Relaxed);
+    }
+
+    /// The `_bucket`, `_sum` and `_count` lines.
+    fn lines(&self) -> Vec<(String, String)> {
+        let mut lines = Vec::new();
+        let mut total = 0;
+        for (i, count) in self.counts.iter().enumerate() {
+            total += count.load(Ordering::Relaxed);
+            let le = self
+                .bounds
+                .get(i)
+                .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
+            lines.push((format!("_bucket{{le=\"{le}\"}}"), total.to_string()));
+        }
+        let sum = self.sum_milli.load(Ordering::Relaxed) as f64 / 1000.0;
+        lines.push(("_sum".into(), sum.to_string()));
+        lines.push(("_count".into(), total.to_string()));
+        lines
+    }
+}
+
+/// Bounds of the sequences-per-step histogram.
+const BATCH_BOUNDS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0];
+/// Bounds of the tokens-per-step histogram.
+const STEP_TOKEN_BOUNDS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
+/// Bounds of the compile-time histogram, in seconds.
+const COMPILE_BOUNDS: &[f64] = &[0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0];
+
 /// Everything `/metrics` reports.
-#[derive(Default)]
 pub struct Metrics {
     /// Requests answered, by route and status code.
     requests: Mutex<BTreeMap<(String, u16), u64>>,
-    /// Jobs waiting for a worker.
+    /// Jobs waiting for a slot.
     pub queued: AtomicUsize,
-    /// Jobs a worker is running.
+    /// Jobs with a sequence in a slot or about to take one.
     pub active: AtomicUsize,
+    /// Slots holding a sequence (set by the scheduler after each step).
+    pub busy_slots: AtomicUsize,
     /// Jobs stopped because their client went away.
     pub cancelled: AtomicU64,
     prompt_tokens: AtomicU64,
@@ -34,6 +90,40 @@ pub struct Metrics {
     /// Time to the first token of each request: sum and count, for the mean.
     ttft_ns: AtomicU64,
     ttft_count: AtomicU64,
+    /// Sequences in each step's decode.
+    batch_sizes: Histogram,
+    /// Tokens in each step's decode.
+    step_tokens: Histogram,
+    /// Compile times of cache misses.
+    compile_times: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            requests: Mutex::default(),
+            queued: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
+            busy_slots: AtomicUsize::new(0),
+            cancelled: AtomicU64::new(0),
+            prompt_tokens: AtomicU64::new(0),
+            sampled_tokens: AtomicU64::new(0),
+            forced_tokens: AtomicU64::new(0),
+            sequences: AtomicU64::new(0),
+            masks: AtomicU64::new(0),
+            mask_ns: AtomicU64::new(0),
+            eval_ns: AtomicU64::new(0),
+            evals: AtomicU64::new(0),
+            compiles: AtomicU64::new(0),
+            compile_ns: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+            ttft_ns: AtomicU64::new(0),
+            ttft_count: AtomicU64::new(0),
+            batch_sizes: Histogram::new(BATCH_BOUNDS),
+            step_tokens: Histogram::new(STEP_TOKEN_BOUNDS),
+            compile_times: Histogram::new(COMPILE_BOUNDS),
+        }
+    }
 }
 
 fn ns(d: Duration) -> u64 {
@@ -73,12 +163,19 @@ impl Metrics {
         self.eval_ns.fetch_add(ns(took), Ordering::Relaxed);
     }
 
+    /// Adds one scheduler step: `sequences` in its decode, `tokens` evaluated.
+    pub fn add_step(&self, sequences: usize, tokens: usize) {
+        self.batch_sizes.observe(sequences as f64);
+        self.step_tokens.observe(tokens as f64);
+    }
+
     /// Adds a grammar lookup: a compilation that took `took`, or a cache hit.
     pub fn add_compile(&self, took: Option<Duration>) {
         match took {
             Some(t) => {
                 self.compiles.fetch_add(1, Ordering::Relaxed);
                 self.compile_ns.fetch_add(ns(t), Ordering::Relaxed);
+                self.compile_times.observe(t.as_secs_f64());
             }
             None => {
                 self.cache_hits.fetch_add(1, Ordering::Relaxed);
@@ -125,14 +222,38 @@ impl Metrics {
         metric(
             "constrain_queue_length",
             "gauge",
-            "Requests waiting for a worker.",
+            "Requests waiting for a slot.",
             one(self.queued.load(Ordering::Relaxed).to_string()),
         );
         metric(
             "constrain_active_requests",
             "gauge",
-            "Requests a worker is generating.",
+            "Requests being generated.",
             one(self.active.load(Ordering::Relaxed).to_string()),
+        );
+        metric(
+            "constrain_active_slots",
+            "gauge",
+            "Slots of the context holding a sequence.",
+            one(self.busy_slots.load(Ordering::Relaxed).to_string()),
+        );
+        metric(
+            "constrain_batch_sequences",
+            "histogram",
+            "Sequences in each decode step.",
+            self.batch_sizes.lines(),
+        );
+        metric(
+            "constrain_batch_tokens",
+            "histogram",
+            "Tokens evaluated in each decode step.",
+            self.step_tokens.lines(),
+        );
+        metric(
+            "constrain_compile_duration_seconds",
+            "histogram",
+            "Time compiling constraints (cache misses).",
+            self.compile_times.lines(),
         );
         metric(
             "constrain_cancelled_total",

@@ -2,6 +2,7 @@
 //! (whole, or streamed as server-sent events).
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -24,27 +25,38 @@ use crate::api::{
 use crate::engine::{ConstraintKind, Done, Event, Finish, GenParams, Job, TokenLogprob};
 use crate::error::ApiError;
 use crate::grammars::Spec;
+use crate::request_log::{self, RequestLog};
 use crate::tools::{self, CallStreamer, StreamPiece};
 use crate::AppState;
 
 type Shared = State<Arc<AppState>>;
 
 /// Refuses requests without the API key (every route but `/health`), and counts answers.
-pub async fn guard(State(state): Shared, request: Request, next: Next) -> Response {
+/// Also writes the log line of an error answered before the request reached the model.
+pub async fn guard(State(state): Shared, mut request: Request, next: Next) -> Response {
+    let arrived = Instant::now();
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let queued = Queued::default();
+    request.extensions_mut().insert(queued.clone());
     let response = if route != "/health" && !authorized(&state, request.headers()) {
         ApiError::unauthorized().into_response()
     } else {
         next.run(request).await
     };
-    state
-        .metrics
-        .count_request(&route, response.status().as_u16());
+    let status = response.status().as_u16();
+    state.metrics.count_request(&route, status);
+    if status >= 400 && !queued.0.load(Ordering::Relaxed) {
+        request_log::rejected(&route, status, arrived.elapsed());
+    }
     response
 }
+
+/// Set once a request is queued: its log line is then its [`RequestLog`]'s.
+#[derive(Clone, Default)]
+pub struct Queued(Arc<AtomicBool>);
 
 fn authorized(state: &AppState, headers: &HeaderMap) -> bool {
     let Some(key) = &state.options.api_key else {
@@ -439,6 +451,7 @@ fn check_prompt(state: &AppState, prompt: &[u32], max_tokens: &mut usize) -> Res
 /// `POST /v1/chat/completions` (an error answers as an OpenAI error object).
 pub async fn chat(
     State(state): Shared,
+    axum::Extension(queued): axum::Extension<Queued>,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     let arrived = Instant::now();
@@ -532,12 +545,21 @@ pub async fn chat(
             .is_some_and(|o| o.include_usage),
     };
     let tools_active = tool_plan.is_some();
-    run(state, plan, prompt, arrived, Kind::Chat { tools_active }).await
+    run(
+        state,
+        plan,
+        prompt,
+        arrived,
+        queued,
+        Kind::Chat { tools_active },
+    )
+    .await
 }
 
 /// `POST /v1/completions` (an error answers as an OpenAI error object).
 pub async fn completions(
     State(state): Shared,
+    axum::Extension(queued): axum::Extension<Queued>,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     let arrived = Instant::now();
@@ -596,7 +618,7 @@ pub async fn completions(
             .as_ref()
             .is_some_and(|o| o.include_usage),
     };
-    run(state, plan, prompt, arrived, Kind::Completion).await
+    run(state, plan, prompt, arrived, queued, Kind::Completion).await
 }
 
 #[derive(Clone, Copy)]
@@ -611,6 +633,7 @@ async fn run(
     mut plan: Plan,
     prompt: Vec<u32>,
     arrived: Instant,
+    queued: Queued,
     kind: Kind,
 ) -> Result<Response, ApiError> {
     check_prompt(&state, &prompt, &mut plan.params.max_tokens)?;
@@ -644,13 +667,18 @@ async fn run(
         params: plan.params.clone(),
         constraint,
         events: tx,
+        deadline: arrived.checked_add(state.options.request_timeout),
     })?;
+    queued.0.store(true, Ordering::Relaxed);
+    let (prefix, route) = match kind {
+        Kind::Chat { .. } => ("chatcmpl-", "/v1/chat/completions"),
+        Kind::Completion => ("cmpl-", "/v1/completions"),
+    };
+    let id = new_id(prefix);
     let reply = Reply {
         state: state.clone(),
-        id: new_id(match kind {
-            Kind::Chat { .. } => "chatcmpl-",
-            Kind::Completion => "cmpl-",
-        }),
+        log: RequestLog::new(id.clone(), route, arrived, prompt_tokens, n),
+        id,
         created: unix_now(),
         n,
         kind,
@@ -669,6 +697,8 @@ async fn run(
 /// Builds the answer of one request from its job's events.
 struct Reply {
     state: Arc<AppState>,
+    /// Written when the reply is dropped: complete, failed or abandoned.
+    log: RequestLog,
     id: String,
     created: u64,
     n: usize,
@@ -726,6 +756,7 @@ impl Reply {
                     if first && !text.is_empty() {
                         first = false;
                         self.state.metrics.add_ttft(self.arrived.elapsed());
+                        self.log.first_text();
                     }
                     logprobs[index].extend(lp);
                 }
@@ -733,16 +764,21 @@ impl Reply {
                     let i = d.index;
                     done[i] = Some(d);
                 }
-                Some(Event::Failed(e)) => return Err(e),
+                Some(Event::Failed(e)) => {
+                    self.log.failed(e.status.as_u16());
+                    return Err(e);
+                }
                 None => {
+                    self.log.failed(500);
                     return Err(ApiError::internal(
-                        "the worker stopped before the answer was complete",
-                    ))
+                        "the scheduler stopped before the answer was complete",
+                    ));
                 }
             }
         }
         let done: Vec<Done> = done.into_iter().flatten().collect();
         let completion_tokens: usize = done.iter().map(|d| d.completion_tokens).sum();
+        self.log.ok(completion_tokens);
         let choices: Vec<Value> = done
             .iter()
             .zip(&logprobs)
@@ -833,6 +869,7 @@ impl Reply {
                         if first && !text.is_empty() {
                             first = false;
                             self.state.metrics.add_ttft(self.arrived.elapsed());
+                            self.log.first_text();
                         }
                         self.delta_chunks(
                             index,
@@ -876,13 +913,17 @@ impl Reply {
                         chunks
                     }
                     Some(Event::Failed(e)) => {
+                        self.log.failed(e.status.as_u16());
                         let _ = send(e.body()).await;
                         break;
                     }
                     None => {
+                        self.log.failed(500);
                         let _ = send(
-                            ApiError::internal("the worker stopped before the answer was complete")
-                                .body(),
+                            ApiError::internal(
+                                "the scheduler stopped before the answer was complete",
+                            )
+                            .body(),
                         )
                         .await;
                         break;
@@ -897,6 +938,9 @@ impl Reply {
                         return;
                     }
                 }
+            }
+            if remaining == 0 {
+                self.log.ok(completion_tokens);
             }
             if include_usage && remaining == 0 {
                 let mut last = self.envelope(true, json!([]));

@@ -51,6 +51,10 @@
 //!   vocabulary ([`TokenIndex`]) as a shareable [`CompiledGrammar`].
 //! - [`ConstrainedSampler`]: a [`Matcher`] plus the sampling [`Funnel`]: give it one step's
 //!   logits, get a token; tell it what was fed; ask it for forced tokens.
+//! - [`beam_search`]: the `B` most likely outputs under the constraint, with a
+//!   [`BeamModel`] that evaluates several sequences at once.
+//! - [`prompt_lookup`], [`grammar_prefix`]: drafts for speculative decoding, cut where the
+//!   grammar refuses ([`ConstrainedSampler::set_lookup`] uses them).
 //! - [`TriggeredMatcher`]: free text until a [`Trigger`] string appears in the output, then a
 //!   grammar from the bytes after it (a tool call opened in the middle of prose).
 //! - The engine ([`Matcher`], masks, rollback) and the funnel ([`Funnel`], [`SamplerConfig`])
@@ -59,11 +63,15 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod beam;
 mod constraint;
+mod lookup;
 mod sampler;
 mod triggered;
 
+pub use beam::{beam_search, Beam, BeamConfig, BeamModel, BeamOutput};
 pub use constraint::{Constraint, Error};
+pub use lookup::{grammar_prefix, is_draw_point, prompt_lookup, DraftCut, LOOKUP_NGRAMS};
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
 pub use triggered::{Trigger, TriggeredMatcher};
 
@@ -73,5 +81,7 @@ pub use constrain_engine::{
 };
 pub use constrain_gbnf::GbnfError;
 pub use constrain_jsonschema::{Escapes, Options as SchemaOptions, SchemaError};
-pub use constrain_sampling::{Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar};
+pub use constrain_sampling::{
+    DraftCheck, Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar,
+};
 pub use constrain_vocab::{TokenKind, Tokenizer, VocabError, Vocabulary};

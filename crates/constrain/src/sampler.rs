@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use constrain_engine::{CompiledGrammar, Matcher};
-use constrain_sampling::{Funnel, History, SamplerConfig, Xoshiro256StarStar};
+use constrain_sampling::{DraftCheck, Funnel, History, SamplerConfig, Xoshiro256StarStar};
 use constrain_vocab::TokenKind;
 
 use crate::constraint::Error;
+use crate::lookup::{grammar_prefix, prompt_lookup};
 
 /// Samples tokens that keep the output in the grammar's language.
 ///
@@ -20,6 +21,11 @@ pub struct ConstrainedSampler {
     history: History,
     rng: Xoshiro256StarStar,
     mask: Vec<u32>,
+    /// Tokens of the context the lookup drafts from (the prompt; the output is added as it
+    /// grows).
+    prompt: Vec<u32>,
+    /// Longest draft of speculative decoding by prompt lookup (0: off).
+    lookup: usize,
 }
 
 /// Why [`ConstrainedSampler::generate`] stopped.
@@ -42,6 +48,10 @@ pub struct Generation {
     pub bytes: Vec<u8>,
     /// Tokens appended without sampling because the grammar forced them.
     pub forced: usize,
+    /// Tokens the lookup drafted (see [`ConstrainedSampler::set_lookup`]).
+    pub drafted: usize,
+    /// Drafted tokens that verification accepted.
+    pub accepted: usize,
     /// Why generation stopped.
     pub stop: StopReason,
 }
@@ -60,13 +70,25 @@ impl ConstrainedSampler {
             history: History::new(),
             rng: Xoshiro256StarStar::seed_from_u64(seed),
             mask: vec![0; words],
+            prompt: Vec::new(),
+            lookup: 0,
         })
     }
 
     /// Lets the penalties see the prompt (when the penalty window includes it).
     pub fn with_prompt(mut self, prompt: &[u32]) -> Self {
         self.history = History::from_prompt(prompt);
+        self.prompt = prompt.to_vec();
         self
+    }
+
+    /// Speculative decoding by prompt lookup in [`generate`](Self::generate): drafts of up to
+    /// `max_draft` tokens ([`prompt_lookup`](crate::prompt_lookup) over the prompt given to
+    /// [`with_prompt`](Self::with_prompt) and the output so far, cut where the grammar
+    /// refuses), each verified with [`Funnel::verify_token`]. The output is distributed
+    /// exactly as without it, and identical when greedy. 0 turns it off.
+    pub fn set_lookup(&mut self, max_draft: usize) {
+        self.lookup = max_draft;
     }
 
     /// Bounds the whole output to `max_tokens` tokens, which it then completes within (see
@@ -137,6 +159,18 @@ impl ConstrainedSampler {
         self.run(model, max_tokens)
     }
 
+    /// The lookup's draft after `output`, at most `max_len` tokens, cut where plain decoding
+    /// would not draw (see [`grammar_prefix`]).
+    fn draft(&mut self, output: &[u32], max_len: usize) -> Result<(Vec<u32>, bool), Error> {
+        if self.lookup == 0 || max_len == 0 {
+            return Ok((Vec::new(), true));
+        }
+        let context: Vec<u32> = self.prompt.iter().chain(output).copied().collect();
+        let draft = prompt_lookup(&context, self.lookup.min(max_len));
+        let cut = grammar_prefix(&mut self.matcher, draft, true)?;
+        Ok((draft[..cut.tokens].to_vec(), cut.then_draw))
+    }
+
     fn run(
         &mut self,
         model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
@@ -145,6 +179,7 @@ impl ConstrainedSampler {
         let vocab = self.matcher.grammar().vocabulary().clone();
         let mut tokens = Vec::new();
         let mut forced_count = 0;
+        let (mut drafted, mut accepted) = (0, 0);
         let mut stop = StopReason::MaxTokens;
         while tokens.len() < max_tokens {
             if self.matcher.is_finished() {
@@ -160,8 +195,40 @@ impl ConstrainedSampler {
                 }
                 continue;
             }
-            let logits = model(&tokens);
-            let token = self.sample(&logits)?;
+            let room = max_tokens - tokens.len();
+            let (draft, then_draw) = self.draft(&tokens, room - 1)?;
+            drafted += draft.len();
+            // The model scores each drafted position (a backend does it in one batch); the
+            // first rejection, or the token after a fully accepted draft, ends the step.
+            let mut token = None;
+            for &drafted in &draft {
+                let logits = model(&tokens);
+                self.matcher.fill_mask(&mut self.mask)?;
+                match self.funnel.verify_token(
+                    &logits,
+                    Some(&self.mask),
+                    &self.history,
+                    drafted,
+                    &mut self.rng,
+                )? {
+                    DraftCheck::Accepted => {
+                        self.accept(drafted)?;
+                        tokens.push(drafted);
+                        accepted += 1;
+                    }
+                    DraftCheck::Rejected { replacement } => {
+                        token = Some(replacement);
+                        break;
+                    }
+                }
+            }
+            let token = match token {
+                Some(token) => token,
+                // A fully accepted draft that ends where the grammar forces or finishes: the
+                // loop takes it from there, as plain decoding would.
+                None if !then_draw => continue,
+                None => self.sample(&model(&tokens))?,
+            };
             self.accept(token)?;
             if vocab.kind(token) == Some(TokenKind::EndOfSequence) {
                 stop = StopReason::Complete;
@@ -185,6 +252,8 @@ impl ConstrainedSampler {
             tokens,
             bytes,
             forced: forced_count,
+            drafted,
+            accepted,
             stop,
         })
     }

@@ -199,6 +199,43 @@ pub struct Args {
         help_heading = "Sampling"
     )]
     pub presence_penalty: f32,
+    /// Add VALUE to the logit of token ID before sampling (repeatable; entries for one token
+    /// add up). `-inf` bans the token; the constraint still decides what is allowed.
+    #[arg(
+        long,
+        value_name = "ID=VALUE",
+        value_parser = parse_logit_bias,
+        help_heading = "Sampling"
+    )]
+    pub logit_bias: Vec<(u32, f32)>,
+    /// Constrained beam search with B beams instead of sampling: the output is the most
+    /// likely one found under the constraint (by the model's distribution masked to the allowed
+    /// tokens; the sampling settings do not apply). `--beams 1` is greedy decoding. Needs a
+    /// constraint.
+    #[arg(long, value_name = "B", help_heading = "Decoding")]
+    pub beams: Option<usize>,
+    /// With --beams: rank complete outputs by log-probability / length^A (0: by
+    /// log-probability alone; larger values favour longer outputs).
+    #[arg(
+        long,
+        value_name = "A",
+        default_value_t = 0.0,
+        requires = "beams",
+        help_heading = "Decoding"
+    )]
+    pub length_penalty: f64,
+    /// Speculative decoding by prompt lookup: draft up to K tokens by copying what followed
+    /// the latest earlier occurrence (in the prompt or the output) of the last few tokens, cut
+    /// where the constraint refuses, score them in one model evaluation, and keep what
+    /// verification accepts. The output is distributed exactly as without it (identical at
+    /// temperature 0); it comes faster where the output copies from the prompt.
+    #[arg(
+        long,
+        value_name = "K",
+        help_heading = "Decoding",
+        conflicts_with = "beams"
+    )]
+    pub lookup: Option<usize>,
     /// Seed of the random draw [default: random].
     #[arg(long, value_name = "N", help_heading = "Sampling")]
     pub seed: Option<u64>,
@@ -206,9 +243,37 @@ pub struct Args {
     /// End stderr with one JSON line of statistics (tokens, speed, mask times, stop reason).
     #[arg(long, help_heading = "Output")]
     pub stats: bool,
+    /// Add log-probabilities to the --stats line (implies --stats): `logprobs`, one entry per
+    /// sampled token with its log-probability under the model and the N most likely tokens,
+    /// and `sequence_logprob`, the output's score under the constraint (sampled tokens'
+    /// log-probabilities in the masked, renormalized distribution). Forced tokens are not
+    /// sampled and have no entry (see --no-fast-forward).
+    #[arg(long, value_name = "N", help_heading = "Output")]
+    pub logprobs: Option<usize>,
     /// Show llama.cpp's log and details on stderr.
     #[arg(long, short, help_heading = "Output")]
     pub verbose: bool,
+}
+
+/// `ID=VALUE` of `--logit-bias`.
+fn parse_logit_bias(text: &str) -> Result<(u32, f32), String> {
+    let (id, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not ID=VALUE (e.g. 42=-1.5, or 42=-inf to ban)"))?;
+    let id = id
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| format!("token id `{id}`: {e}"))?;
+    let value = value
+        .trim()
+        .parse::<f32>()
+        .map_err(|e| format!("bias `{value}`: {e}"))?;
+    if value.is_nan() || value == f32::INFINITY {
+        return Err(format!(
+            "bias `{value}`: a finite number or -inf (forcing a token is the constraint's job)"
+        ));
+    }
+    Ok((id, value))
 }
 
 /// Runs generation.

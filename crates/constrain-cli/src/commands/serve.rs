@@ -31,8 +31,8 @@ pub struct Args {
     /// Port to listen on (0: any free port; the address is printed at start).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
-    /// Requests generated at once (each with its own context and threads).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// Sequences generated at once: slots of one context, batched into one decode per step.
+    #[arg(long, value_name = "N", default_value_t = 4)]
     pub parallel: usize,
     /// Requests that may wait for a free slot; beyond it requests get 429 at once.
     #[arg(long, value_name = "N", default_value_t = 64)]
@@ -40,9 +40,19 @@ pub struct Args {
     /// Context size of each slot in tokens (prompt plus output).
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub ctx_size: u32,
-    /// Threads per slot [default: the cores divided among the slots].
+    /// Threads of the model's evaluation [default: every core].
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
+    /// Most prompt tokens read in one step, all prompts together (running sequences keep
+    /// generating while a long prompt is read).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub prompt_chunk: usize,
+    /// A request not done this many seconds after it arrived fails with 504.
+    #[arg(long, value_name = "S", default_value_t = 600)]
+    pub request_timeout_s: u64,
+    /// After SIGTERM or Ctrl-C, how long in-flight requests may take before the server exits.
+    #[arg(long, value_name = "S", default_value_t = 10)]
+    pub shutdown_timeout_s: u64,
     /// Require `Authorization: Bearer KEY` on every route but /health.
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
@@ -117,6 +127,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     options.max_queue = args.max_queue;
     options.ctx_size = args.ctx_size;
     options.threads = args.threads;
+    options.prompt_chunk = args.prompt_chunk.max(1);
+    options.request_timeout = std::time::Duration::from_secs(args.request_timeout_s);
+    options.shutdown_timeout = std::time::Duration::from_secs(args.shutdown_timeout_s);
     options.api_key = args.api_key.filter(|k| !k.is_empty());
     options.chat_template = chat_template;
     options.default_max_tokens = args.default_max_tokens.max(1);

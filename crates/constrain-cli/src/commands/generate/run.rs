@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use constrain_engine::{Limits, Matcher};
 use constrain_llama::model_store::{self, DEFAULT_MODEL};
-use constrain_llama::{LoadOptions, Model, Request, Session, SessionOptions, StopReason};
+use constrain_llama::{
+    BeamRequest, LoadOptions, Model, Request, Session, SessionOptions, StopReason,
+};
 use constrain_sampling::SamplerConfig;
 
 use super::constraint::Constraint;
@@ -57,6 +59,7 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
     let session_options = SessionOptions {
         ctx_size: args.ctx_size,
         threads: args.threads,
+        sequences: u32::try_from(args.beams.unwrap_or(1).max(1)).unwrap_or(u32::MAX),
         ..SessionOptions::default()
     };
     let mut session = Session::new(&model, &session_options)?;
@@ -64,6 +67,44 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
     let seed = args.seed.unwrap_or_else(random_seed);
     if args.verbose {
         eprintln!("prompt {} tokens, seed {seed}", prompt_tokens.len());
+    }
+
+    if let Some(beams) = args.beams {
+        let Some(matcher) = matcher else {
+            anyhow::bail!("--beams needs a constraint (--schema, --regex, --grammar or --json)");
+        };
+        anyhow::ensure!(beams >= 1, "--beams must be at least 1");
+        let request = BeamRequest {
+            prompt: &prompt_tokens,
+            constraint: matcher,
+            beams,
+            length_penalty: args.length_penalty,
+            max_tokens: args.max_tokens,
+        };
+        let generation = session.generate_beams(request)?;
+        {
+            let mut out = io::stdout().lock();
+            out.write_all(&generation.output)?;
+            out.flush()?;
+        }
+        if args.stats || args.logprobs.is_some() {
+            let best = &generation.search.best;
+            let line = serde_json::json!({
+                "beams": beams,
+                "length_penalty": args.length_penalty,
+                "sequence_logprob": best.logprob,
+                "score": best.score,
+                "output_tokens": best.tokens.len(),
+                "forced_tokens": best.forced,
+                "completed_beams": generation.search.completed.len(),
+                "decode_calls": generation.search.decode_calls,
+                "prompt_tokens": prompt_tokens.len(),
+                "decode_s": generation.decode_s,
+                "stop_reason": if best.end.is_some() { "end_of_sequence" } else { "complete" },
+            });
+            eprintln!("{line}");
+        }
+        return Ok(ExitCode::SUCCESS);
     }
 
     let request = Request {
@@ -74,6 +115,8 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         max_tokens: args.max_tokens,
         truncate: args.truncate,
         fast_forward: !args.no_fast_forward,
+        logprobs: args.logprobs,
+        lookup: args.lookup,
     };
     // Stdout holds the generated text only, written as each token is chosen.
     let generation = {
@@ -94,17 +137,43 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
             incomplete_reason(stats.stop_reason, &args)
         );
     }
-    if args.stats {
-        eprintln!(
-            "{}",
-            serde_json::to_string(stats).context("writing the stats line")?
-        );
+    if args.stats || args.logprobs.is_some() {
+        let mut line = serde_json::to_value(stats).context("writing the stats line")?;
+        if args.logprobs.is_some() {
+            line["logprobs"] = logprobs_json(&generation.logprobs, model.vocabulary());
+        }
+        eprintln!("{line}");
     }
     Ok(if complete {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_INCOMPLETE)
     })
+}
+
+/// The `logprobs` of the stats line: per sampled token its id, text, log-probability and the
+/// most likely alternatives.
+fn logprobs_json(
+    logprobs: &[constrain_sampling::TokenLogprobs],
+    vocabulary: &constrain_vocab::Vocabulary,
+) -> serde_json::Value {
+    let text = |id: u32| {
+        String::from_utf8_lossy(vocabulary.token_bytes(id).unwrap_or_default()).into_owned()
+    };
+    let entry = |id: u32, logprob: f32| serde_json::json!({"token": id, "text": text(id), "logprob": finite_or_null(logprob)});
+    logprobs
+        .iter()
+        .map(|lp| {
+            let mut item = entry(lp.token, lp.logprob);
+            item["top"] = lp.top.iter().map(|&(id, l)| entry(id, l)).collect();
+            item
+        })
+        .collect()
+}
+
+/// JSON has no -inf: a token the distribution excludes gets `null`.
+fn finite_or_null(value: f32) -> Option<f32> {
+    value.is_finite().then_some(value)
 }
 
 fn incomplete_reason(reason: StopReason, args: &Args) -> String {
@@ -183,6 +252,7 @@ fn sampler_config(args: &Args) -> SamplerConfig {
         repetition_penalty: args.repeat_penalty,
         frequency_penalty: args.frequency_penalty,
         presence_penalty: args.presence_penalty,
+        logit_bias: args.logit_bias.clone(),
         ..SamplerConfig::default()
     }
 }

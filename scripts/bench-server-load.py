@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Throughput and latency of `constrain serve` under concurrent clients, with and without batching.
+
+Usage: scripts/bench-server-load.py BINARY [--model PATH] [--parallel 4 1] [--clients 1 2 4 8]
+                                    [--requests 3] [--max-tokens 64] [--schema schemas/person.json]
+
+For each `--parallel` value the script starts `BINARY serve --parallel P` on a free loopback
+port, warms it up (the schema's grammar is compiled once), then for each client count runs that
+many threads at once, each sending `--requests` streamed chat completions constrained by the
+schema (fixed seeds, `max_tokens`) with the official `openai` client. It prints one Markdown row
+per (parallel, clients): aggregate generated tokens per second (all tokens over the wall time),
+request latency p50/p95, time to first token p50, and per-token latency p50 (a request's time
+after its first token over the tokens after the first). Then it stops the server with SIGTERM
+and checks it exits 0.
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import signal
+import statistics
+import subprocess
+import threading
+import time
+
+import openai
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def start(binary: str, model: str | None, parallel: int) -> tuple[subprocess.Popen, str]:
+    cmd = [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--parallel", str(parallel),
+           "--ctx-size", "1024", "--max-queue", "64"]
+    if model:
+        cmd += ["--model", model]
+    process = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    found = threading.Event()
+    base = {}
+
+    def read():
+        for line in process.stderr:
+            m = re.search(r"listening on (http://\S+)", line)
+            if m:
+                base["url"] = m.group(1)
+                found.set()
+        found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not found.wait(300) or "url" not in base:
+        process.kill()
+        raise RuntimeError("the server did not start")
+    return process, base["url"]
+
+
+def one(client: openai.OpenAI, schema: dict, seed: int, max_tokens: int) -> dict:
+    start = time.perf_counter()
+    first = None
+    tokens = 0
+    text = []
+    stream = client.chat.completions.create(
+        model="default",
+        messages=[{"role": "user", "content": "Describe a person as JSON."}],
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "person", "schema": schema, "strict": True}},
+        max_tokens=max_tokens, seed=seed, stream=True, stream_options={"include_usage": True},
+    )
+    for chunk in stream:
+        if chunk.usage is not None:
+            tokens = chunk.usage.completion_tokens
+        for c in chunk.choices:
+            if c.delta.content:
+                text.append(c.delta.content)
+                if first is None:
+                    first = time.perf_counter() - start
+    total = time.perf_counter() - start
+    if tokens < max_tokens:
+        json.loads("".join(text))  # complete answers are JSON (the schema's, by construction)
+    first = first if first is not None else total
+    per_token = (total - first) / (tokens - 1) if tokens > 1 else float("nan")
+    return {"latency": total, "ttft": first, "tokens": tokens, "per_token": per_token}
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def run(base: str, clients: int, requests: int, schema: dict, max_tokens: int) -> dict:
+    results: list[dict] = []
+    lock = threading.Lock()
+
+    def worker(k: int):
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=600)
+        for i in range(requests):
+            r = one(client, schema, 1000 * k + i, max_tokens)
+            with lock:
+                results.append(r)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    tokens = sum(r["tokens"] for r in results)
+    return {
+        "requests": len(results),
+        "tokens": tokens,
+        "wall": wall,
+        "tok_s": tokens / wall,
+        "p50": pct([r["latency"] for r in results], 50),
+        "p95": pct([r["latency"] for r in results], 95),
+        "ttft50": pct([r["ttft"] for r in results], 50),
+        "per_token": statistics.median(r["per_token"] for r in results if r["tokens"] > 1),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("binary")
+    p.add_argument("--model")
+    p.add_argument("--parallel", type=int, nargs="+", default=[4, 1])
+    p.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
+    p.add_argument("--requests", type=int, default=3)
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--schema", default=str(ROOT / "schemas" / "person.json"))
+    a = p.parse_args()
+    schema = json.loads(pathlib.Path(a.schema).read_text())
+    print("| --parallel | clients | requests | tokens | wall s | tokens/s | latency p50 s | "
+          "latency p95 s | TTFT p50 s | per-token ms p50 |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for parallel in a.parallel:
+        process, base = start(a.binary, a.model, parallel)
+        try:
+            client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=600)
+            one(client, schema, 1, a.max_tokens)
+            for clients in a.clients:
+                r = run(base, clients, a.requests, schema, a.max_tokens)
+                print(f"| {parallel} | {clients} | {r['requests']} | {r['tokens']} | {r['wall']:.1f} | "
+                      f"{r['tok_s']:.1f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['ttft50']:.2f} | "
+                      f"{1000 * r['per_token']:.1f} |", flush=True)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=60)
+            print(f"<!-- --parallel {parallel}: SIGTERM, exit status {code} -->", flush=True)
+
+
+if __name__ == "__main__":
+    main()
