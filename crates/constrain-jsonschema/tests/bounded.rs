@@ -244,3 +244,73 @@ fn the_compile_time_budget_ends_in_a_clean_error() {
     // The budget belongs to one compilation: the next one, with the default, succeeds.
     assert!(compile(&schema, &Options::default()).is_ok());
 }
+
+#[test]
+fn the_schema_depth_limit_names_the_place_too_deep() {
+    use constrain_jsonschema::{compile_with_limits, SCHEMA_DEPTH};
+    let limits = constrain_engine::Limits {
+        max_schema_depth: 8,
+        ..constrain_engine::Limits::default()
+    };
+    let err = compile_with_limits(&nested(10), &Options::default(), &limits).expect_err("deep");
+    match &err {
+        SchemaError::TooComplex {
+            pointer,
+            what,
+            limit,
+        } => {
+            assert_eq!(what, SCHEMA_DEPTH);
+            assert_eq!(*limit, 8);
+            assert!(
+                pointer.starts_with("/properties/a/properties/a/"),
+                "{pointer}"
+            );
+        }
+        other => panic!("expected TooComplex, got {other}"),
+    }
+    compile_with_limits(&nested(3), &Options::default(), &limits).expect("shallow compiles");
+}
+
+#[test]
+fn a_schema_text_over_the_source_limit_is_refused_before_parsing() {
+    let limits = constrain_engine::Limits {
+        max_source_bytes: 16,
+        ..constrain_engine::Limits::default()
+    };
+    // Not even JSON: the size is checked first.
+    let text = "{".repeat(17);
+    let err = constrain_jsonschema::compile_str_with_limits(&text, &Options::default(), &limits)
+        .expect_err("too long");
+    assert!(
+        matches!(
+            err,
+            SchemaError::Grammar(constrain_engine::GrammarError::LimitExceeded {
+                what: constrain_engine::SOURCE_BYTES,
+                limit: 16
+            })
+        ),
+        "{err}"
+    );
+    constrain_jsonschema::compile_str_with_limits("{}", &Options::default(), &limits)
+        .expect("short compiles");
+}
+
+#[test]
+fn a_compile_time_budget_too_large_for_the_clock_is_no_budget() {
+    // `Instant::now() + Duration::MAX` overflows: such a budget once panicked.
+    let options = Options {
+        max_compile_time: Some(std::time::Duration::MAX),
+        ..Options::default()
+    };
+    compile(&json!({"type": "string"}), &options).expect("compiles");
+    let limits = constrain_engine::Limits {
+        max_compile_time: Some(std::time::Duration::MAX),
+        ..constrain_engine::Limits::default()
+    };
+    constrain_jsonschema::compile_with_limits(
+        &json!({"type": "integer"}),
+        &Options::default(),
+        &limits,
+    )
+    .expect("compiles");
+}
