@@ -314,3 +314,21 @@ fn a_compile_time_budget_too_large_for_the_clock_is_no_budget() {
     )
     .expect("compiles");
 }
+
+#[test]
+fn a_megabyte_of_optional_properties_compiles() {
+    // Each optional property heads the chain of those after it: finding the productive rules
+    // by passes over all of them was quadratic (minutes) and never looked at the clock.
+    let mut props = serde_json::Map::new();
+    for i in 0..14_000 {
+        props.insert(
+            format!("field_{i:05}"),
+            json!({"type": "string", "description": "xxxxxxxxxxxxxxxxxxxx", "maxLength": 40}),
+        );
+    }
+    let schema = json!({"type": "object", "properties": props});
+    let text = serde_json::to_string(&schema).expect("serializes");
+    assert!(text.len() > 1_000_000);
+    let compiled = compile_str(&text, &Options::default()).expect("compiles");
+    assert!(compiled.grammar.rule_count() > 14_000);
+}
