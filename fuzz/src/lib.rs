@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arbitrary::{Arbitrary, Unstructured};
-use constrain_engine::{CompiledGrammar, Grammar, Limits, Matcher, TokenIndex};
+use constrain_engine::{CompiledGrammar, Grammar, Limits, MatchError, Matcher, TokenIndex};
 use constrain_vocab::{TokenKind, Vocabulary};
 use serde_json::{json, Map, Value};
 
@@ -136,9 +136,12 @@ pub fn walk(grammar: Arc<CompiledGrammar>, choices: &[u8]) {
             return;
         }
         let token = allowed[usize::from(choice) % allowed.len()];
-        matcher
-            .accept_token(token)
-            .expect("a token the mask allows is accepted");
+        match matcher.accept_token(token) {
+            Ok(()) => {}
+            // A budget of the lazily built automaton may end any step, as documented.
+            Err(MatchError::LimitExceeded { .. }) => return,
+            Err(e) => panic!("token {token}, allowed by the mask, is refused: {e}"),
+        }
         if matcher.has_ended() {
             return;
         }
@@ -477,14 +480,19 @@ impl ByteOracle {
         })
     }
 
-    /// `Some(accepting)` when `text` is a prefix of the language (`accepting`: in it);
-    /// `None` when it is not a prefix.
-    pub fn prefix(&self, text: &[u8]) -> Option<bool> {
+    /// A matcher of the oracle's copy that has read `text`, or `None` when `text` is not a
+    /// prefix: checking each token from it costs the token's bytes, not the whole text's.
+    /// An error when the oracle's own budget ran out (it then knows nothing).
+    pub fn after(&self, text: &[u8]) -> Result<Option<Matcher>, MatchError> {
         let mut m = Matcher::new(self.grammar.clone());
         if text.is_empty() {
-            return Some(m.is_accepting());
+            return Ok(Some(m));
         }
-        m.accept_bytes(text).ok().map(|()| m.is_accepting())
+        match m.accept_bytes(text) {
+            Ok(()) => Ok(Some(m)),
+            Err(e @ MatchError::LimitExceeded { .. }) => Err(e),
+            Err(_) => Ok(None),
+        }
     }
 }
 
