@@ -76,8 +76,39 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", message(&err));
             ExitCode::from(2)
         }
+    }
+}
+
+/// The error and its causes on one line, `a: b: c`, leaving out a cause whose text the line
+/// already holds (library errors such as `sampling: {0}` print their source themselves).
+fn message(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message;
+
+    #[test]
+    fn a_cause_the_message_already_holds_is_said_once() {
+        let err =
+            anyhow::Error::new(std::io::Error::other("disk full")).context("saving: disk full");
+        assert_eq!(message(&err), "saving: disk full");
+        let err = anyhow::anyhow!("no such rule").context("reading the grammar g.gbnf");
+        assert_eq!(message(&err), "reading the grammar g.gbnf: no such rule");
     }
 }

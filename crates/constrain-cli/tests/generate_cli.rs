@@ -313,3 +313,67 @@ fn chat_works_with_the_default_model_and_named_templates() {
     );
     assert_clean_error(&run, &["unknown chat template", "gemma"]);
 }
+
+#[test]
+fn sampling_flags_out_of_range_are_refused_before_loading_the_model() {
+    for (flag, setting) in [
+        ("--top-p=2", "top_p"),
+        ("--min-p=1.5", "min_p"),
+        ("--temperature=-1", "temperature"),
+    ] {
+        // The missing model would be the next error: the setting must be reported first.
+        let run = constrain(&["--model", "/nonexistent.gguf", flag, "x"], None);
+        assert_clean_error(&run, &["sampling flags", setting]);
+        assert_eq!(
+            run.stderr.matches("invalid setting").count(),
+            1,
+            "said once: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_context_of_zero_tokens_is_refused() {
+    let run = constrain(&["--ctx-size", "0", "x"], None);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("--ctx-size"), "{}", run.stderr);
+}
+
+#[test]
+fn a_model_file_that_is_not_gguf_is_named_by_its_first_bytes() {
+    let dir = scratch_dir("not-gguf");
+    let path = dir.join("model.gguf");
+    std::fs::write(&path, "this is not a model\n").unwrap();
+    let run = constrain(&["--model", path.to_str().unwrap(), "x"], None);
+    assert_clean_error(&run, &["model.gguf", "is not a GGUF file", "\"this\""]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn limits_are_checked_by_name_and_applied_before_loading_the_model() {
+    let run = constrain(&["--limit", "max_sates=3", "--json", "x"], None);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("max_states"), "{}", run.stderr);
+    let dir = scratch_dir("limits");
+    let path = dir.join("schema.json");
+    std::fs::write(
+        &path,
+        r#"{"type": "object", "properties": {"name": {"type": "string"}}}"#,
+    )
+    .unwrap();
+    let run = constrain(
+        &[
+            "--model",
+            "/nonexistent.gguf",
+            "--limit",
+            "max_source_bytes=16",
+            "--schema",
+            path.to_str().unwrap(),
+            "x",
+        ],
+        None,
+    );
+    assert_clean_error(&run, &["schema.json", "source text (bytes)", "16"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -46,7 +46,7 @@ pub use grammar::{
     special_token_bytes, Expr, Grammar, GrammarBuilder, GraphState, RegexGraph, RuleId, Unordered,
     UnorderedMember, MAX_EDGE_BOUND, MAX_EDGE_BOUND_WORK, SPECIAL_TOKEN_MARKER,
 };
-pub use limits::{Limits, COMPILE_TIME};
+pub use limits::{Limits, COMPILE_TIME, SOURCE_BYTES};
 pub use matcher::{fill_masks, Matcher};
 pub use text_check::{BoundTextCheck, CheckState, TextCheck};
 pub use token_index::TokenIndex;

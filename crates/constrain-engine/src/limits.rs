@@ -7,9 +7,23 @@ use crate::error::{GrammarError, MatchError};
 /// Nesting limit for parsed regular expressions.
 pub(crate) const REGEX_NEST_LIMIT: u32 = 250;
 
-/// Budgets of a compiled grammar. Exceeding one is an error, never a hang or an abort.
+/// Budgets of a constraint, from its source text to the automaton built as outputs reach it.
+/// Exceeding one is an error, never a hang or an abort.
+///
+/// The one budget type of every entry point: the library (`constrain::Constraint::compile_with`),
+/// the CLI and the server (`--limit NAME=VALUE`, parsed by [`Limits::set`]) and the Python
+/// package (keyword arguments of the same names). `docs/limits.md` tables the defaults.
+/// Beside them, two depths are fixed: regular expressions nest at most
+/// [`REGEX_NEST_LIMIT`](Limits::REGEX_NEST_LIMIT) levels and GBNF groups 64.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
+    /// Bytes of a constraint's source text: a schema's JSON, a regular expression, a GBNF
+    /// grammar. Checked before it is parsed, so that an oversized input costs nothing.
+    pub max_source_bytes: usize,
+    /// Nesting depth of a JSON Schema document (arrays and objects inside each other): a
+    /// schema given as a value rather than text would otherwise reach the compiler's recursion
+    /// unchecked. The default is `serde_json`'s own recursion limit when it parses text.
+    pub max_schema_depth: u32,
     /// Heap bytes one terminal's NFA may use.
     pub max_terminal_nfa_bytes: usize,
     /// Heap bytes of all terminal NFAs together.
@@ -38,6 +52,8 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
+            max_source_bytes: 4 << 20,
+            max_schema_depth: 128,
             max_terminal_nfa_bytes: 64 << 20,
             max_total_nfa_bytes: 512 << 20,
             max_inline_size: 80_000,
@@ -51,6 +67,138 @@ impl Default for Limits {
         }
     }
 }
+
+impl Limits {
+    /// How deep a regular expression may nest (groups, repetitions, alternations): fixed,
+    /// since the parser recurses that deep.
+    pub const REGEX_NEST_LIMIT: u32 = REGEX_NEST_LIMIT;
+
+    /// Every budget by name, with what it bounds: the names [`Limits::set`] takes.
+    pub const NAMES: &'static [(&'static str, &'static str)] = &[
+        (
+            "max_source_bytes",
+            "bytes of a schema, pattern or grammar text",
+        ),
+        (
+            "max_schema_depth",
+            "nesting depth of a JSON Schema document",
+        ),
+        (
+            "max_compile_time",
+            "seconds one compilation may take (0 or none: no limit)",
+        ),
+        ("max_terminal_nfa_bytes", "heap bytes of one terminal's NFA"),
+        ("max_total_nfa_bytes", "heap bytes of all terminal NFAs"),
+        (
+            "max_inline_size",
+            "NFA states up to which a regular expression is one terminal",
+        ),
+        (
+            "max_lexer_states",
+            "lexer automaton states built over the grammar's life",
+        ),
+        ("max_rows", "parser rows built over the grammar's life"),
+        ("max_items_per_row", "Earley items in one parser row"),
+        ("max_states", "matcher states built over the grammar's life"),
+        ("mask_cache_bytes", "bytes of token masks kept"),
+        (
+            "max_grammar_size",
+            "rules and expression nodes of the lowered grammar",
+        ),
+    ];
+
+    /// Sets the budget `name` (one of [`Limits::NAMES`]) from its text: a count, or for
+    /// `max_compile_time` seconds (`0` or `none` for no limit).
+    ///
+    /// ```
+    /// let mut limits = constrain_engine::Limits::default();
+    /// limits.set("max_states", "5000")?;
+    /// limits.set("max_compile_time", "2.5")?;
+    /// assert_eq!(limits.max_states, 5000);
+    /// assert!(limits.set("max_sates", "1").unwrap_err().contains("max_states"));
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let value = value.trim();
+        let count = || -> Result<usize, String> {
+            value
+                .replace('_', "")
+                .parse::<usize>()
+                .map_err(|_| format!("limit {name}={value}: expected a whole number"))
+        };
+        match name {
+            "max_compile_time" => {
+                self.max_compile_time = if value == "none" {
+                    None
+                } else {
+                    let seconds: f64 = value
+                        .parse()
+                        .map_err(|_| format!("limit {name}={value}: expected seconds, or none"))?;
+                    let d = Duration::try_from_secs_f64(seconds).map_err(|_| {
+                        format!("limit {name}={value}: expected seconds >= 0, or none")
+                    })?;
+                    (!d.is_zero()).then_some(d)
+                }
+            }
+            "max_schema_depth" => {
+                self.max_schema_depth = u32::try_from(count()?)
+                    .map_err(|_| format!("limit {name}={value}: at most {}", u32::MAX))?
+            }
+            "max_source_bytes" => self.max_source_bytes = count()?,
+            "max_terminal_nfa_bytes" => self.max_terminal_nfa_bytes = count()?,
+            "max_total_nfa_bytes" => self.max_total_nfa_bytes = count()?,
+            "max_inline_size" => self.max_inline_size = count()?,
+            "max_lexer_states" => self.max_lexer_states = count()?,
+            "max_rows" => self.max_rows = count()?,
+            "max_items_per_row" => self.max_items_per_row = count()?,
+            "max_states" => self.max_states = count()?,
+            "mask_cache_bytes" => self.mask_cache_bytes = count()?,
+            "max_grammar_size" => self.max_grammar_size = count()?,
+            _ => {
+                let names: Vec<&str> = Limits::NAMES.iter().map(|(n, _)| *n).collect();
+                return Err(format!(
+                    "unknown limit {name:?}; the limits are: {}",
+                    names.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets a budget from `NAME=VALUE` (the CLI's `--limit`), as [`Limits::set`].
+    pub fn set_pair(&mut self, pair: &str) -> Result<(), String> {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("limit {pair:?}: expected NAME=VALUE"))?;
+        self.set(name.trim(), value)
+    }
+
+    /// An error when a source text of `len` bytes is over [`Limits::max_source_bytes`].
+    pub fn check_source_len(&self, len: usize) -> Result<(), GrammarError> {
+        if len > self.max_source_bytes {
+            return Err(GrammarError::LimitExceeded {
+                what: SOURCE_BYTES,
+                limit: self.max_source_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// These limits with the compile-time budget less `spent` (at least a millisecond), for
+    /// the second stage of a compilation whose first stage (parsing, the schema compiler)
+    /// already took `spent`.
+    pub fn after(&self, spent: Duration) -> Limits {
+        Limits {
+            max_compile_time: self
+                .max_compile_time
+                .map(|b| b.saturating_sub(spent).max(Duration::from_millis(1))),
+            ..self.clone()
+        }
+    }
+}
+
+/// What a [`GrammarError::LimitExceeded`] calls [`Limits::max_source_bytes`].
+pub const SOURCE_BYTES: &str = "source text (bytes)";
 
 /// What a [`GrammarError::LimitExceeded`] (and the JSON Schema compiler's `TooComplex`) calls
 /// the compile-time budget; its limit is in milliseconds.
@@ -66,7 +214,8 @@ pub(crate) struct Deadline {
 impl Deadline {
     pub(crate) fn after(limit: Option<Duration>) -> Deadline {
         Deadline {
-            at: limit.map(|l| Instant::now() + l),
+            // A budget too large for the clock (`Duration::MAX`) is no budget, not a panic.
+            at: limit.and_then(|l| Instant::now().checked_add(l)),
             limit: limit.unwrap_or(Duration::MAX),
         }
     }

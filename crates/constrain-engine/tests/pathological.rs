@@ -295,3 +295,53 @@ fn graphs_with_edge_bounds_past_their_budgets_are_errors() {
     let err = try_compile(&b.build(root).unwrap(), Limits::default()).unwrap_err();
     assert!(err.to_string().contains("graph with edge bounds"), "{err}");
 }
+
+#[test]
+fn a_compile_time_budget_too_large_for_the_clock_is_no_budget() {
+    // `Instant::now() + Duration::MAX` overflows: such a budget once panicked.
+    let grammar = Grammar::from_regex("[a-z]+").unwrap();
+    let forever = Limits {
+        max_compile_time: Some(std::time::Duration::MAX),
+        ..Limits::default()
+    };
+    assert!(try_compile(&grammar, forever).is_ok());
+}
+
+#[test]
+fn every_limit_is_settable_by_its_name() {
+    for (name, _) in Limits::NAMES {
+        let mut limits = Limits::default();
+        limits
+            .set(name, "7")
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_ne!(limits, Limits::default(), "{name} changed nothing");
+        assert!(limits.set(name, "seven").is_err(), "{name} took a word");
+    }
+    let mut limits = Limits::default();
+    limits.set("max_compile_time", "none").unwrap();
+    assert_eq!(limits.max_compile_time, None);
+    limits.set_pair("max_compile_time=0.25").unwrap();
+    assert_eq!(
+        limits.max_compile_time,
+        Some(std::time::Duration::from_millis(250))
+    );
+    assert!(limits.set_pair("max_states").is_err());
+    let err = limits.set("max_nfa", "1").unwrap_err();
+    assert!(err.contains("max_total_nfa_bytes"), "{err}");
+}
+
+#[test]
+fn a_source_over_its_limit_is_refused_by_its_length() {
+    let limits = Limits {
+        max_source_bytes: 4,
+        ..Limits::default()
+    };
+    assert!(limits.check_source_len(4).is_ok());
+    assert!(matches!(
+        limits.check_source_len(5),
+        Err(GrammarError::LimitExceeded {
+            what: constrain_engine::SOURCE_BYTES,
+            limit: 4
+        })
+    ));
+}

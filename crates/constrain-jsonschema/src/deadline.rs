@@ -25,7 +25,8 @@ pub(crate) struct Guard {
 
 impl Guard {
     pub(crate) fn install(limit: Option<Duration>) -> Guard {
-        let deadline = limit.map(|l| (Instant::now() + l, l));
+        // A budget too large for the clock (`Duration::MAX`) is no budget, not a panic.
+        let deadline = limit.and_then(|l| Some((Instant::now().checked_add(l)?, l)));
         UNTIL_SAMPLE.with(|n| n.set(0));
         Guard {
             previous: DEADLINE.with(|d| d.replace(deadline)),

@@ -127,7 +127,7 @@ mod validate;
 pub use error::{SchemaError, Warning, WarningKind};
 pub use options::{AdditionalProperties, Escapes, Options, PropertyOrder, Separators, Whitespace};
 
-use constrain_engine::Grammar;
+use constrain_engine::{Grammar, Limits};
 
 /// A compiled schema: the grammar, and what it does not enforce.
 #[derive(Clone, Debug)]
@@ -138,18 +138,115 @@ pub struct Compiled {
     pub warnings: Vec<Warning>,
 }
 
-/// Compiles a schema given as a JSON value.
+/// Compiles a schema given as a JSON value, within the default [`Limits`].
 pub fn compile(schema: &serde_json::Value, options: &Options) -> Result<Compiled, SchemaError> {
-    compiler::compile(schema, options)
+    compile_with_limits(schema, options, &Limits::default())
 }
 
-/// Compiles a schema given as JSON text.
+/// Compiles a schema given as JSON text, within the default [`Limits`].
 pub fn compile_str(schema_json: &str, options: &Options) -> Result<Compiled, SchemaError> {
+    compile_str_with_limits(schema_json, options, &Limits::default())
+}
+
+/// Compiles a schema given as a JSON value within `limits`: its nesting depth
+/// ([`Limits::max_schema_depth`], checked before anything recurses into it) and the
+/// compile-time budget (the smaller of [`Options::max_compile_time`] and
+/// [`Limits::max_compile_time`]).
+pub fn compile_with_limits(
+    schema: &serde_json::Value,
+    options: &Options,
+    limits: &Limits,
+) -> Result<Compiled, SchemaError> {
+    check_depth(schema, limits.max_schema_depth)?;
+    let budget = match (options.max_compile_time, limits.max_compile_time) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if budget == options.max_compile_time {
+        compiler::compile(schema, options)
+    } else {
+        let options = Options {
+            max_compile_time: budget,
+            ..options.clone()
+        };
+        compiler::compile(schema, &options)
+    }
+}
+
+/// Compiles a schema given as JSON text within `limits`: its size
+/// ([`Limits::max_source_bytes`], checked before it is parsed), then as
+/// [`compile_with_limits`]. The JSON parser refuses nesting deeper than 128 whatever the limit.
+pub fn compile_str_with_limits(
+    schema_json: &str,
+    options: &Options,
+    limits: &Limits,
+) -> Result<Compiled, SchemaError> {
+    limits.check_source_len(schema_json.len())?;
     let schema: serde_json::Value =
         serde_json::from_str(schema_json).map_err(|e| SchemaError::Json {
             line: e.line(),
             column: e.column(),
             message: e.to_string(),
         })?;
-    compile(&schema, options)
+    compile_with_limits(&schema, options, limits)
+}
+
+/// What a [`SchemaError::TooComplex`] calls [`Limits::max_schema_depth`].
+pub const SCHEMA_DEPTH: &str = "nesting depth";
+
+/// An error when `schema` nests arrays and objects more than `max` deep, naming the first
+/// place too deep. Walks the document without recursion, so any depth is safe to check.
+///
+/// ```
+/// let deep = (0..200).fold(serde_json::json!({}), |inner, _| serde_json::json!({"items": inner}));
+/// let err = constrain_jsonschema::check_depth(&deep, 128).unwrap_err();
+/// assert!(err.to_string().contains("nesting depth"), "{err}");
+/// assert!(constrain_jsonschema::check_depth(&deep, 500).is_ok());
+/// ```
+pub fn check_depth(schema: &serde_json::Value, max: u32) -> Result<(), SchemaError> {
+    use serde_json::Value;
+    // Each entry: a value, its depth (the root is 1), and its path from the parent.
+    let mut stack: Vec<(&Value, u32, Option<String>)> = vec![(schema, 1, None)];
+    // The path of the value on top of the stack's branch, for the error.
+    let mut path: Vec<(u32, String)> = Vec::new();
+    while let Some((value, depth, step)) = stack.pop() {
+        while path.last().is_some_and(|(d, _)| *d >= depth) {
+            path.pop();
+        }
+        if let Some(step) = step {
+            path.push((depth, step));
+        }
+        let children = match value {
+            Value::Array(items) => items.len(),
+            Value::Object(members) => members.len(),
+            _ => 0,
+        };
+        if children == 0 {
+            continue;
+        }
+        if depth >= max {
+            let pointer: String = path
+                .iter()
+                .map(|(_, s)| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+                .collect();
+            return Err(SchemaError::TooComplex {
+                pointer: ctx::pointer_or_root(&pointer),
+                what: SCHEMA_DEPTH.into(),
+                limit: max as usize,
+            });
+        }
+        match value {
+            Value::Array(items) => stack.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (v, depth + 1, Some(i.to_string()))),
+            ),
+            Value::Object(members) => {
+                stack.extend(members.iter().map(|(k, v)| (v, depth + 1, Some(k.clone()))))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

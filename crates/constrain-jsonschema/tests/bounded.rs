@@ -244,3 +244,91 @@ fn the_compile_time_budget_ends_in_a_clean_error() {
     // The budget belongs to one compilation: the next one, with the default, succeeds.
     assert!(compile(&schema, &Options::default()).is_ok());
 }
+
+#[test]
+fn the_schema_depth_limit_names_the_place_too_deep() {
+    use constrain_jsonschema::{compile_with_limits, SCHEMA_DEPTH};
+    let limits = constrain_engine::Limits {
+        max_schema_depth: 8,
+        ..constrain_engine::Limits::default()
+    };
+    let err = compile_with_limits(&nested(10), &Options::default(), &limits).expect_err("deep");
+    match &err {
+        SchemaError::TooComplex {
+            pointer,
+            what,
+            limit,
+        } => {
+            assert_eq!(what, SCHEMA_DEPTH);
+            assert_eq!(*limit, 8);
+            assert!(
+                pointer.starts_with("/properties/a/properties/a/"),
+                "{pointer}"
+            );
+        }
+        other => panic!("expected TooComplex, got {other}"),
+    }
+    compile_with_limits(&nested(3), &Options::default(), &limits).expect("shallow compiles");
+}
+
+#[test]
+fn a_schema_text_over_the_source_limit_is_refused_before_parsing() {
+    let limits = constrain_engine::Limits {
+        max_source_bytes: 16,
+        ..constrain_engine::Limits::default()
+    };
+    // Not even JSON: the size is checked first.
+    let text = "{".repeat(17);
+    let err = constrain_jsonschema::compile_str_with_limits(&text, &Options::default(), &limits)
+        .expect_err("too long");
+    assert!(
+        matches!(
+            err,
+            SchemaError::Grammar(constrain_engine::GrammarError::LimitExceeded {
+                what: constrain_engine::SOURCE_BYTES,
+                limit: 16
+            })
+        ),
+        "{err}"
+    );
+    constrain_jsonschema::compile_str_with_limits("{}", &Options::default(), &limits)
+        .expect("short compiles");
+}
+
+#[test]
+fn a_compile_time_budget_too_large_for_the_clock_is_no_budget() {
+    // `Instant::now() + Duration::MAX` overflows: such a budget once panicked.
+    let options = Options {
+        max_compile_time: Some(std::time::Duration::MAX),
+        ..Options::default()
+    };
+    compile(&json!({"type": "string"}), &options).expect("compiles");
+    let limits = constrain_engine::Limits {
+        max_compile_time: Some(std::time::Duration::MAX),
+        ..constrain_engine::Limits::default()
+    };
+    constrain_jsonschema::compile_with_limits(
+        &json!({"type": "integer"}),
+        &Options::default(),
+        &limits,
+    )
+    .expect("compiles");
+}
+
+#[test]
+fn a_megabyte_of_optional_properties_compiles() {
+    // Each optional property heads the chain of those after it: finding the productive rules
+    // by passes over all of them was quadratic (minutes) and never looked at the clock.
+    let mut props = serde_json::Map::new();
+    for i in 0..14_000 {
+        props.insert(
+            format!("field_{i:05}"),
+            json!({"type": "string", "description": "xxxxxxxxxxxxxxxxxxxx", "maxLength": 40}),
+        );
+    }
+    let schema = json!({"type": "object", "properties": props});
+    let text = serde_json::to_string(&schema).expect("serializes");
+    assert!(text.len() > 1_000_000);
+    let compiled = compile_str(&text, &Options::default()).expect("compiles");
+    assert!(compiled.grammar.rule_count() > 14_000);
+}

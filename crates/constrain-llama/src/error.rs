@@ -17,6 +17,14 @@ pub enum LlamaError {
         /// The path given.
         path: PathBuf,
     },
+    /// The model file does not start with GGUF's magic bytes.
+    #[error("the model file {path} is not a GGUF file: it starts with {found:?}, not \"GGUF\"")]
+    NotGguf {
+        /// The model file.
+        path: PathBuf,
+        /// Its first bytes (at most four, lossily as text).
+        found: String,
+    },
     /// llama.cpp refused the model file.
     #[error("could not load the model {path}: {source} (is it a GGUF file?)")]
     ModelLoad {

@@ -49,6 +49,7 @@ impl Model {
                 path: path.to_path_buf(),
             });
         }
+        check_gguf_magic(path)?;
         let backend = backend(options.verbose)?;
         let params = LlamaModelParams::default().with_n_gpu_layers(options.gpu_layers);
         let model = LlamaModel::load_from_file(backend, path, &params).map_err(|source| {
@@ -200,4 +201,20 @@ pub(crate) fn backend(verbose: bool) -> Result<&'static LlamaBackend, LlamaError
     let backend: &'static LlamaBackend = Box::leak(Box::new(LlamaBackend::init()?));
     *slot = Some(backend);
     Ok(backend)
+}
+
+/// An error naming what the file starts with when it does not start with GGUF's magic bytes:
+/// llama.cpp's own answer to such a file is a bare null pointer.
+fn check_gguf_magic(path: &Path) -> Result<(), LlamaError> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4);
+    let read = std::fs::File::open(path).and_then(|f| f.take(4).read_to_end(&mut head));
+    if read.is_ok() && head.as_slice() != b"GGUF" {
+        return Err(LlamaError::NotGguf {
+            path: path.to_path_buf(),
+            found: String::from_utf8_lossy(&head).into_owned(),
+        });
+    }
+    // An unreadable file is llama.cpp's to report.
+    Ok(())
 }

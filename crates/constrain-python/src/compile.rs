@@ -5,14 +5,15 @@
 //! schema compiles.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use constrain_engine::{CompiledGrammar, Grammar, Limits};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::errors::{gbnf_error, grammar_error, schema_error};
-use crate::options::{options_from_kwargs, schema_value};
+use crate::options::{limits_from_kwargs, options_from_kwargs, schema_value};
 use crate::vocabulary::PyVocabulary;
 
 /// A grammar compiled for one vocabulary. Immutable; share it across matchers and threads.
@@ -59,9 +60,10 @@ fn compile_grammar(
     grammar: Grammar,
     vocabulary: &PyVocabulary,
     warnings: Vec<String>,
+    limits: Limits,
 ) -> PyResult<PyCompiledGrammar> {
     let index = vocabulary.index.clone();
-    let compiled = py.detach(move || CompiledGrammar::new(&grammar, index, Limits::default()));
+    let compiled = py.detach(move || CompiledGrammar::new(&grammar, index, limits));
     match compiled {
         Ok(inner) => Ok(PyCompiledGrammar { inner, warnings }),
         Err(e) => Err(grammar_error(py, &e)),
@@ -70,7 +72,7 @@ fn compile_grammar(
 
 /// Compiles a JSON Schema (JSON text, or a ``dict``/``bool``) into a grammar of the JSON
 /// documents it accepts. Keyword arguments are the schema compiler's options (see
-/// ``docs/python.md``); unknown ones are a ``TypeError``.
+/// ``docs/python.md``) and the budgets (``docs/limits.md``); unknown ones are a ``TypeError``.
 #[pyfunction]
 #[pyo3(signature = (schema, vocabulary, **options))]
 pub fn compile_json_schema(
@@ -79,21 +81,24 @@ pub fn compile_json_schema(
     vocabulary: PyRef<'_, PyVocabulary>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
-    let options = options_from_kwargs(options)?;
+    let (options, limits) = options_from_kwargs(options)?;
+    let started = Instant::now();
     let compiled = if let Ok(text) = schema.cast::<PyString>() {
         let text = text.to_cow()?.into_owned();
-        py.detach(|| constrain_jsonschema::compile_str(&text, &options))
+        py.detach(|| constrain_jsonschema::compile_str_with_limits(&text, &options, &limits))
     } else {
+        check_value_depth(schema, limits.max_schema_depth)?;
         let value = schema_value(schema).map_err(|e| {
             PyTypeError::new_err(format!(
                 "schema must be JSON text or a JSON-like value: {e}"
             ))
         })?;
-        py.detach(|| constrain_jsonschema::compile(&value, &options))
+        py.detach(|| constrain_jsonschema::compile_with_limits(&value, &options, &limits))
     };
     let compiled = compiled.map_err(|e| schema_error(py, &e))?;
     let warnings = compiled.warnings.iter().map(|w| w.to_string()).collect();
-    compile_grammar(py, compiled.grammar, &vocabulary, warnings)
+    let limits = limits.after(started.elapsed());
+    compile_grammar(py, compiled.grammar, &vocabulary, warnings, limits)
 }
 
 /// Compiles a grammar of every JSON value (with the same layout options as
@@ -105,33 +110,75 @@ pub fn compile_any_json(
     vocabulary: PyRef<'_, PyVocabulary>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
-    let options = options_from_kwargs(options)?;
+    let (options, limits) = options_from_kwargs(options)?;
     let compiled = py
         .detach(|| constrain_jsonschema::compile(&serde_json::Value::Bool(true), &options))
         .map_err(|e| schema_error(py, &e))?;
-    compile_grammar(py, compiled.grammar, &vocabulary, Vec::new())
+    compile_grammar(py, compiled.grammar, &vocabulary, Vec::new(), limits)
 }
 
 /// Compiles a regular expression (Rust ``regex`` syntax) that the whole output must match.
+/// Keyword arguments are the budgets (``docs/limits.md``).
 #[pyfunction]
+#[pyo3(signature = (pattern, vocabulary, **limits))]
 pub fn compile_regex(
     py: Python<'_>,
     pattern: &str,
     vocabulary: PyRef<'_, PyVocabulary>,
+    limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
+    let limits = limits_from_kwargs(limits, &[])?;
+    limits
+        .check_source_len(pattern.len())
+        .map_err(|e| grammar_error(py, &e))?;
     let grammar = Grammar::from_regex(pattern).map_err(|e| grammar_error(py, &e))?;
-    compile_grammar(py, grammar, &vocabulary, Vec::new())
+    compile_grammar(py, grammar, &vocabulary, Vec::new(), limits)
 }
 
-/// Compiles a GBNF grammar (llama.cpp's format); ``root`` names the start rule.
+/// Compiles a GBNF grammar (llama.cpp's format); ``root`` names the start rule. Other keyword
+/// arguments are the budgets (``docs/limits.md``).
 #[pyfunction]
-#[pyo3(signature = (text, vocabulary, *, root = "root"))]
+#[pyo3(signature = (text, vocabulary, *, root = "root", **limits))]
 pub fn compile_gbnf(
     py: Python<'_>,
     text: &str,
     vocabulary: PyRef<'_, PyVocabulary>,
     root: &str,
+    limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
+    let limits = limits_from_kwargs(limits, &[])?;
+    limits
+        .check_source_len(text.len())
+        .map_err(|e| grammar_error(py, &e))?;
     let grammar = constrain_gbnf::parse_with_root(text, root).map_err(|e| gbnf_error(py, &e))?;
-    compile_grammar(py, grammar, &vocabulary, Vec::new())
+    compile_grammar(py, grammar, &vocabulary, Vec::new(), limits)
+}
+
+/// A `ValueError` when a schema given as Python values nests lists and dicts deeper than
+/// `max`: checked without recursion before the value is converted (which recurses).
+fn check_value_depth(schema: &Bound<'_, PyAny>, max: u32) -> PyResult<()> {
+    use pyo3::types::{PyList, PyTuple};
+    let mut stack: Vec<(Bound<'_, PyAny>, u32)> = vec![(schema.clone(), 1)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Vec<Bound<'_, PyAny>> = if let Ok(d) = value.cast::<PyDict>() {
+            d.values().iter().collect()
+        } else if let Ok(l) = value.cast::<PyList>() {
+            l.iter().collect()
+        } else if let Ok(t) = value.cast::<PyTuple>() {
+            t.iter().collect()
+        } else {
+            continue;
+        };
+        if children.is_empty() {
+            continue;
+        }
+        if depth >= max {
+            return Err(PyValueError::new_err(format!(
+                "schema too complex: nesting depth exceeds the limit of {max} \
+                 (max_schema_depth)"
+            )));
+        }
+        stack.extend(children.into_iter().map(|c| (c, depth + 1)));
+    }
+    Ok(())
 }

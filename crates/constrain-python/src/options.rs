@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use constrain_engine::Limits;
 use constrain_jsonschema::{
     AdditionalProperties, Escapes, Options, PropertyOrder, Separators, Whitespace,
 };
@@ -18,12 +19,67 @@ const KEYWORDS: &str = "whitespace, max_whitespace, indent, separators, addition
                         strict, lenient, property_order, escapes, max_untyped_depth, \
                         max_any_order_properties, assert_formats, max_compile_time, resources";
 
-/// The schema compiler's options from `kwargs` (all optional; defaults as the Rust crate's).
-pub fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+/// The budgets (`constrain_engine::Limits`) from the keyword arguments named after them
+/// (`max_states=50_000`, `max_compile_time=2.5` or `None`); `skip` names keywords that are
+/// not limits (handled by the caller); any other keyword is a `TypeError`.
+pub fn limits_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>, skip: &[&str]) -> PyResult<Limits> {
+    let mut limits = Limits::default();
+    let Some(kwargs) = kwargs else {
+        return Ok(limits);
+    };
+    for (key, value) in kwargs.iter() {
+        let key: String = key.extract()?;
+        if skip.contains(&key.as_str()) {
+            continue;
+        }
+        if !Limits::NAMES.iter().any(|(name, _)| *name == key) {
+            let names: Vec<&str> = Limits::NAMES.iter().map(|(n, _)| *n).collect();
+            return Err(PyTypeError::new_err(format!(
+                "unknown keyword argument {key:?}; the limits are: {}",
+                names.join(", ")
+            )));
+        }
+        let text = if value.is_none() {
+            "none".to_string()
+        } else if value.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyValueError::new_err(format!(
+                "{key}={value}: expected a number"
+            )));
+        } else {
+            value.str()?.to_cow()?.into_owned()
+        };
+        limits.set(&key, &text).map_err(PyValueError::new_err)?;
+    }
+    Ok(limits)
+}
+
+/// The schema compiler's options and the budgets from `kwargs` (all optional; defaults as the
+/// Rust crates'). `max_compile_time` is both an option and a budget.
+pub fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(Options, Limits)> {
     let mut options = Options::default();
     let Some(kwargs) = kwargs else {
-        return Ok(options);
+        return Ok((options, Limits::default()));
     };
+    let schema_keys: Vec<&str> = KEYWORDS.split(',').map(str::trim).collect();
+    for key in kwargs.keys() {
+        let key: String = key.extract()?;
+        if !schema_keys.contains(&key.as_str()) && !Limits::NAMES.iter().any(|(n, _)| *n == key) {
+            let names: Vec<&str> = Limits::NAMES.iter().map(|(n, _)| *n).collect();
+            return Err(PyTypeError::new_err(format!(
+                "unknown schema option {key:?}; the options are: {KEYWORDS}; the limits are: {}",
+                names.join(", ")
+            )));
+        }
+    }
+    let mut limits = limits_from_kwargs(Some(kwargs), &schema_keys)?;
+    let kwargs_ = kwargs;
+    let kwargs = PyDict::new(kwargs.py());
+    for (key, value) in kwargs_.iter() {
+        let name: String = key.extract()?;
+        if schema_keys.contains(&name.as_str()) {
+            kwargs.set_item(key, value)?;
+        }
+    }
     let mut max_whitespace: Option<u32> = None;
     let mut whitespace: Option<String> = None;
     let mut indent: Option<u32> = None;
@@ -134,7 +190,9 @@ pub fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Optio
             "max_whitespace applies only to whitespace=\"bounded\"",
         ));
     }
-    Ok(options)
+    // One compile-time budget: the option's.
+    limits.max_compile_time = options.max_compile_time;
+    Ok((options, limits))
 }
 
 /// A schema given as JSON text or as a Python value (dict, list, bool...).

@@ -129,6 +129,14 @@ impl GrammarCache {
         }
     }
 
+    /// The cache with these budgets for every compilation (source size, schema depth,
+    /// automaton sizes); their compile time replaces the budget given to [`GrammarCache::new`].
+    pub fn with_limits(mut self, limits: Limits) -> GrammarCache {
+        self.schema_options.max_compile_time = limits.max_compile_time;
+        self.limits = limits;
+        self
+    }
+
     /// The compiled grammar of `spec`, and whether it came from the cache. Compiles (slow: call
     /// it off the async threads) on a miss.
     pub fn get(&self, spec: &Spec) -> (Result<Arc<Compiled>, ApiError>, bool) {
@@ -203,8 +211,14 @@ impl GrammarCache {
     ) -> Result<Grammar, constrain::Error> {
         match spec {
             Spec::JsonSchema(schema) => self.schema(schema, warnings),
-            Spec::Regex(pattern) => Ok(Grammar::from_regex(pattern)?),
-            Spec::Gbnf(text) => Ok(constrain_gbnf::parse(text)?),
+            Spec::Regex(pattern) => {
+                self.limits.check_source_len(pattern.len())?;
+                Ok(Grammar::from_regex(pattern)?)
+            }
+            Spec::Gbnf(text) => {
+                self.limits.check_source_len(text.len())?;
+                Ok(constrain_gbnf::parse(text)?)
+            }
             Spec::ToolCalls {
                 call_schema,
                 parallel,
@@ -268,7 +282,8 @@ impl GrammarCache {
         schema: &Value,
         warnings: &mut Vec<String>,
     ) -> Result<Grammar, constrain::Error> {
-        let compiled = constrain_jsonschema::compile(schema, &self.schema_options)?;
+        let compiled =
+            constrain_jsonschema::compile_with_limits(schema, &self.schema_options, &self.limits)?;
         warnings.extend(compiled.warnings.iter().map(|w| w.to_string()));
         Ok(compiled.grammar)
     }

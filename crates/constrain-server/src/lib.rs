@@ -83,6 +83,9 @@ pub struct ServerOptions {
     pub schema_options: constrain_jsonschema::Options,
     /// Compile-time budget of one constraint.
     pub compile_timeout: Duration,
+    /// Every other budget of one constraint (source size, schema depth, automaton sizes); its
+    /// compile time is replaced by `compile_timeout`.
+    pub limits: constrain::Limits,
     /// Compiled constraints kept.
     pub grammar_cache: usize,
     /// Largest request body.
@@ -116,6 +119,7 @@ impl ServerOptions {
             chat_template: None,
             schema_options: constrain_jsonschema::Options::default(),
             compile_timeout: Duration::from_secs(10),
+            limits: constrain::Limits::default(),
             grammar_cache: 256,
             max_body_bytes: 4 << 20,
             default_max_tokens: 1024,
@@ -185,7 +189,11 @@ impl AppState {
             options.schema_options.clone(),
             options.compile_timeout,
             options.grammar_cache,
-        );
+        )
+        .with_limits(constrain::Limits {
+            max_compile_time: Some(options.compile_timeout),
+            ..options.limits.clone()
+        });
         let trigger = Arc::new(Trigger::new(tools::CALL_OPEN, model.vocabulary()));
         Ok(AppState {
             model,

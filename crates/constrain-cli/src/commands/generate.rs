@@ -107,6 +107,14 @@ pub struct Args {
     /// chooses its own tokenization of it, one evaluation per token.
     #[arg(long, help_heading = "Constraint")]
     pub no_fast_forward: bool,
+    #[arg(
+        long = "limit",
+        value_name = "NAME=VALUE",
+        value_parser = super::limits::parse,
+        help = super::limits::HELP,
+        help_heading = "Constraint"
+    )]
+    pub limits: Vec<String>,
 
     /// GGUF model file [default: the cached model from `constrain fetch-model`].
     #[arg(long, value_name = "PATH", help_heading = "Model")]
@@ -132,7 +140,13 @@ pub struct Args {
     #[arg(long, value_name = "N", help_heading = "Model")]
     pub threads: Option<u32>,
     /// Context size in tokens (prompt plus output).
-    #[arg(long, value_name = "N", default_value_t = 4096, help_heading = "Model")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 4096,
+        value_parser = clap::value_parser!(u32).range(1..),
+        help_heading = "Model"
+    )]
     pub ctx_size: u32,
 
     /// Softmax temperature; 0 always picks the most likely allowed token.

@@ -3,6 +3,7 @@
 
 pub mod fetch_model;
 pub mod generate;
+pub mod limits;
 pub mod serve;
 
 pub use constrain_bench::{funnel, maskbench, schema_resources, test_cases};

@@ -86,6 +86,13 @@ pub struct Args {
     /// A schema document that `$ref`s may name by URI (repeatable; nothing is ever fetched).
     #[arg(long, value_name = "URI=FILE")]
     pub resource: Vec<ResourceArg>,
+    #[arg(
+        long = "limit",
+        value_name = "NAME=VALUE",
+        value_parser = super::limits::parse,
+        help = super::limits::HELP
+    )]
+    pub limits: Vec<String>,
     /// Show llama.cpp's log on stderr.
     #[arg(long, short)]
     pub verbose: bool,
@@ -135,7 +142,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     options.default_max_tokens = args.default_max_tokens.max(1);
     options.max_n = args.max_n.max(1);
     options.max_body_bytes = args.max_body_bytes;
-    options.compile_timeout = std::time::Duration::from_millis(args.compile_timeout_ms);
+    // `--limit max_compile_time=S` overrides --compile-timeout-ms.
+    let mut limits = super::limits::from_args(&args.limits)?;
+    let timeout_given = args
+        .limits
+        .iter()
+        .any(|pair| pair.trim_start().starts_with("max_compile_time"));
+    options.compile_timeout = if timeout_given {
+        limits.max_compile_time.unwrap_or(std::time::Duration::MAX)
+    } else {
+        std::time::Duration::from_millis(args.compile_timeout_ms)
+    };
+    limits.max_compile_time = Some(options.compile_timeout);
+    options.limits = limits;
     options.grammar_cache = args.grammar_cache;
     options.verbose = args.verbose;
     // The CLI's layout of generated JSON: one line, Python's separators, canonical strings; an

@@ -91,7 +91,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         ]);
         let start = self.declare_rule("document")?;
         self.define(start, doc);
-        let live = prune::productive_rules(&self.bodies);
+        let live = prune::productive_rules(&self.bodies)?;
         if !live.contains(&start) {
             return Err(SchemaError::Unsatisfiable {
                 pointer: "/".into(),

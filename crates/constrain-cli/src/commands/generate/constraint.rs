@@ -1,7 +1,10 @@
 //! From the constraint flags to a grammar, before any model is loaded.
 
+use std::path::Path;
+use std::time::Instant;
+
 use anyhow::Context;
-use constrain_engine::Grammar;
+use constrain_engine::{Grammar, Limits};
 
 use super::Args;
 
@@ -15,6 +18,9 @@ pub(crate) struct Constraint {
     pub grammar: Grammar,
     /// `--schema person.json`, `--regex ...`: what the user asked for.
     pub description: String,
+    /// The `--limit` budgets left for compiling the grammar for the vocabulary (the
+    /// compile time spent on the schema is taken off).
+    pub limits: Limits,
 }
 
 /// The grammar the flags ask for; `None` for unconstrained generation.
@@ -22,12 +28,14 @@ pub(crate) struct Constraint {
 /// Schema warnings (ignored annotations, unknown formats) are printed to stderr: they are
 /// accepted but not enforced, and the user should know.
 pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
+    let started = Instant::now();
+    let limits = crate::commands::limits::from_args(&args.limits)?;
+    let left = |limits: &Limits| limits.after(started.elapsed());
     if let Some(path) = &args.schema {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the schema {}", path.display()))?;
+        let text = read_source(path, "schema", &limits)?;
         let mut options = schema_options(args);
         options.resources = crate::commands::schema_resources::load(&args.resource)?;
-        let compiled = constrain_jsonschema::compile_str(&text, &options)
+        let compiled = constrain_jsonschema::compile_str_with_limits(&text, &options, &limits)
             .with_context(|| format!("compiling the schema {}", path.display()))?;
         for warning in &compiled.warnings {
             eprintln!("warning: {}: {warning}", path.display());
@@ -36,6 +44,7 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
         return Ok(Some(Constraint {
             grammar: compiled.grammar,
             description,
+            limits: left(&limits),
         }));
     }
     if args.json {
@@ -45,28 +54,42 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
         return Ok(Some(Constraint {
             grammar: compiled.grammar,
             description: "--json".into(),
+            limits: left(&limits),
         }));
     }
     if let Some(path) = &args.grammar {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the grammar {}", path.display()))?;
+        let text = read_source(path, "grammar", &limits)?;
         let grammar = constrain_gbnf::parse(&text)
             .with_context(|| format!("parsing the grammar {}", path.display()))?;
         let description = format!("--grammar {}", path.display());
         return Ok(Some(Constraint {
             grammar,
             description,
+            limits: left(&limits),
         }));
     }
     if let Some(pattern) = &args.regex {
+        limits.check_source_len(pattern.len()).context("--regex")?;
         let grammar = Grammar::from_regex(pattern)
             .with_context(|| format!("compiling the regex {pattern:?}"))?;
         return Ok(Some(Constraint {
             grammar,
             description: format!("--regex {pattern:?}"),
+            limits: left(&limits),
         }));
     }
     Ok(None)
+}
+
+/// The text of the `what` file at `path`, refused by its size before it is read when it is
+/// over [`Limits::max_source_bytes`].
+fn read_source(path: &Path, what: &str, limits: &Limits) -> anyhow::Result<String> {
+    let reading = || format!("reading the {what} {}", path.display());
+    let len = std::fs::metadata(path).with_context(reading)?.len();
+    limits
+        .check_source_len(usize::try_from(len).unwrap_or(usize::MAX))
+        .with_context(|| format!("the {what} {} is {len} bytes", path.display()))?;
+    std::fs::read_to_string(path).with_context(reading)
 }
 
 /// The specification's semantics, in one fixed layout: one line, `", "` and `": "` between

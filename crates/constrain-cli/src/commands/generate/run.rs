@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use constrain_engine::{Limits, Matcher};
+use constrain_engine::Matcher;
 use constrain_llama::model_store::{self, DEFAULT_MODEL};
 use constrain_llama::{
     BeamRequest, LoadOptions, Model, Request, Session, SessionOptions, StopReason,
@@ -19,6 +19,10 @@ use super::Args;
 const EXIT_INCOMPLETE: u8 = 1;
 
 pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Result<ExitCode> {
+    // Settings out of range fail before the model is loaded, as a bad constraint does.
+    sampler_config(&args)
+        .validate()
+        .context("the sampling flags")?;
     let prompt = read_prompt(args.prompt.as_deref())?;
     let model_path = model_path(args.model.as_deref())?;
     let options = LoadOptions {
@@ -37,7 +41,7 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
     let matcher = match &constraint {
         Some(c) => {
             let compiled = model
-                .compile(&c.grammar, Limits::default())
+                .compile(&c.grammar, c.limits.clone())
                 .with_context(|| {
                     format!("compiling {} for the model's vocabulary", c.description)
                 })?;
