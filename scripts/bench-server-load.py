@@ -17,40 +17,15 @@ and checks it exits 0.
 import argparse
 import json
 import pathlib
-import re
-import signal
 import statistics
-import subprocess
 import threading
 import time
 
 import openai
 
+import serverproc
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def start(binary: str, model: str | None, parallel: int) -> tuple[subprocess.Popen, str]:
-    cmd = [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--parallel", str(parallel),
-           "--ctx-size", "1024", "--max-queue", "64"]
-    if model:
-        cmd += ["--model", model]
-    process = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    found = threading.Event()
-    base = {}
-
-    def read():
-        for line in process.stderr:
-            m = re.search(r"listening on (http://\S+)", line)
-            if m:
-                base["url"] = m.group(1)
-                found.set()
-        found.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    if not found.wait(300) or "url" not in base:
-        process.kill()
-        raise RuntimeError("the server did not start")
-    return process, base["url"]
 
 
 def one(client: openai.OpenAI, schema: dict, seed: int, max_tokens: int) -> dict:
@@ -132,7 +107,9 @@ def main() -> None:
           "latency p95 s | TTFT p50 s | per-token ms p50 |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for parallel in a.parallel:
-        process, base = start(a.binary, a.model, parallel)
+        server = serverproc.start(a.binary, ["--parallel", str(parallel), "--ctx-size", "1024",
+                                             "--max-queue", "64"], model=a.model)
+        base = server.base
         try:
             client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=600)
             one(client, schema, 1, a.max_tokens)
@@ -142,8 +119,7 @@ def main() -> None:
                       f"{r['tok_s']:.1f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['ttft50']:.2f} | "
                       f"{1000 * r['per_token']:.1f} |", flush=True)
         finally:
-            process.send_signal(signal.SIGTERM)
-            code = process.wait(timeout=60)
+            code = server.stop()
             print(f"<!-- --parallel {parallel}: SIGTERM, exit status {code} -->", flush=True)
 
 

@@ -8,15 +8,15 @@ instructions, unless CONSTRAIN_SKIP_MODEL_TESTS=1 (then it is skipped).
 import json
 import os
 import pathlib
-import re
 import subprocess
-import threading
-import time
-import urllib.request
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import serverproc  # noqa: E402
+
 API_KEY = "test-key"
 # Small enough that the 413 test sends a modest body.
 MAX_BODY = 1_000_000
@@ -47,27 +47,6 @@ def _default_model() -> pathlib.Path:
     return cache / "gemma-3-270m-q4_k_m.gguf"
 
 
-class Server:
-    def __init__(self, process: subprocess.Popen, base: str, log: list):
-        self.process = process
-        self.base = base
-        self.log = log
-
-    @property
-    def v1(self) -> str:
-        return self.base + "/v1"
-
-    def get(self, path: str, key: str | None = API_KEY):
-        req = urllib.request.Request(self.base + path)
-        if key:
-            req.add_header("Authorization", f"Bearer {key}")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-
 @pytest.fixture(scope="session")
 def server():
     model = _default_model()
@@ -76,47 +55,19 @@ def server():
             pytest.skip(f"no model at {model} (CONSTRAIN_SKIP_MODEL_TESTS=1)")
         pytest.fail(f"the server tests need the default model at {model}: run `constrain fetch-model`")
     binary = _build()
-    process = subprocess.Popen(
-        [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--api-key", API_KEY,
-         "--max-body-bytes", str(MAX_BODY), "--ctx-size", "2048", "--max-queue", "16"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
+    server = serverproc.start(
+        binary,
+        ["--max-body-bytes", str(MAX_BODY), "--ctx-size", "2048", "--max-queue", "16"],
+        key=API_KEY,
+        timeout=180,
     )
-    log: list[str] = []
-    found: dict = {}
-    ready = threading.Event()
-
-    def read_stderr():
-        for line in process.stderr:
-            log.append(line)
-            m = re.search(r"listening on (http://\S+)", line)
-            if m:
-                found["base"] = m.group(1)
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read_stderr, daemon=True).start()
     try:
-        if not ready.wait(180) or "base" not in found:
-            raise RuntimeError("the server did not start:\n" + "".join(log))
-        server = Server(process, found["base"], log)
-        deadline = time.time() + 60
-        while True:
-            status, _ = server.get("/health", key=None)
-            if status == 200:
-                break
-            if time.time() > deadline:
-                raise RuntimeError("/health never answered:\n" + "".join(log))
-            time.sleep(0.2)
         yield server
     finally:
-        process.terminate()
         try:
-            process.wait(timeout=20)
+            server.stop(timeout=20)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            pass
 
 
 @pytest.fixture(scope="session")

@@ -351,8 +351,11 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
-/// Parses a JSON body into `T`, as a 400 with serde's message (which names the field and the
-/// position) when it does not fit.
+/// Parses a JSON body into `T`, as a 400 that names the field (`param`, a path such as
+/// `messages[0].role`) and what is wrong with it when the body does not fit.
+///
+/// The sampling fields are read on their own first: `T` holds them flattened, and a flattened
+/// struct's errors lose their path.
 pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::bad_request(
@@ -367,8 +370,25 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
             ApiError::bad_request("the body must be a JSON object").with_code("invalid_json")
         );
     }
-    serde_json::from_value(value).map_err(|e| {
-        ApiError::bad_request(format!("invalid request: {e}")).with_code("invalid_request")
+    from_value::<SamplingFields>(&value)?;
+    from_value(&value)
+}
+
+/// `value` as a `T`, or a 400 naming the path of the field that does not fit.
+fn from_value<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let error = ApiError::bad_request(if path == "." {
+            format!("invalid request: {}", e.inner())
+        } else {
+            format!("invalid request: {path}: {}", e.inner())
+        })
+        .with_code("invalid_request");
+        if path == "." {
+            error
+        } else {
+            error.with_param(&path)
+        }
     })
 }
 
@@ -427,9 +447,23 @@ mod tests {
         assert!(e.message.contains("not valid JSON"));
         let e = parse_body::<ChatRequest>(br#"{"model": "m"}"#).unwrap_err();
         assert!(e.message.contains("messages"), "{}", e.message);
-        let e =
-            parse_body::<ChatRequest>(br#"{"messages": [], "max_tokens": "many"}"#).unwrap_err();
-        assert!(e.message.contains("invalid"), "{}", e.message);
+        for (body, param) in [
+            (
+                &br#"{"messages": [], "max_tokens": "many"}"#[..],
+                "max_tokens",
+            ),
+            (br#"{"messages": [], "stream": "yes"}"#, "stream"),
+            (br#"{"messages": [], "top_k": -3}"#, "top_k"),
+            (br#"{"messages": "hi"}"#, "messages"),
+            (
+                br#"{"messages": [{"role": 5, "content": "x"}]}"#,
+                "messages[0].role",
+            ),
+        ] {
+            let e = parse_body::<ChatRequest>(body).unwrap_err();
+            assert_eq!(e.param.as_deref(), Some(param), "{}", e.message);
+            assert!(e.message.contains(param), "{}", e.message);
+        }
         assert_eq!(
             parse_body::<ChatRequest>(b"[]")
                 .unwrap_err()

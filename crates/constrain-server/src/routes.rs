@@ -43,6 +43,10 @@ pub async fn guard(State(state): Shared, mut request: Request, next: Next) -> Re
     request.extensions_mut().insert(queued.clone());
     let response = if route != "/health" && !authorized(&state, request.headers()) {
         ApiError::unauthorized().into_response()
+    } else if declared_length(request.headers()) > Some(state.options.max_body_bytes) {
+        // Refused by its declared length, before a byte of it is read: a client waiting on
+        // `Expect: 100-continue` gets the 413 instead of sending the body.
+        ApiError::too_large(state.options.max_body_bytes).into_response()
     } else {
         next.run(request).await
     };
@@ -52,6 +56,16 @@ pub async fn guard(State(state): Shared, mut request: Request, next: Next) -> Re
         request_log::rejected(&route, status, arrived.elapsed());
     }
     response
+}
+
+/// The body length a request declares in `Content-Length`, if it does.
+fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// Set once a request is queued: its log line is then its [`RequestLog`]'s.
