@@ -3,6 +3,8 @@
 import concurrent.futures
 import enum
 import json
+import time
+import uuid
 from typing import Optional
 
 import httpx
@@ -348,8 +350,31 @@ def test_metrics_and_openapi(server):
     status, text = server.get("/metrics")
     assert status == 200
     for name in ("constrain_requests_total", "constrain_generated_tokens_total", "constrain_queue_length",
-                 "constrain_mask_seconds_sum", "constrain_compile_seconds_count"):
+                 "constrain_mask_duration_seconds_sum", "constrain_compile_duration_seconds_count",
+                 "constrain_eval_duration_seconds_bucket"):
         assert name in text
     status, body = server.get("/openapi.json")
     doc = json.loads(body)
     assert status == 200 and "/v1/chat/completions" in doc["paths"]
+
+
+def test_request_log_line(server, client, model_id):
+    """One JSON line per request on stderr, its times split into compiling, queueing, generating."""
+    schema = {"type": "object", "properties": {f"f{uuid.uuid4().hex[:8]}": {"type": "integer"}},
+              "required": [], "additionalProperties": False}
+    r = client.chat.completions.create(
+        model=model_id, messages=[{"role": "user", "content": "JSON:"}], max_tokens=16, seed=1,
+        response_format={"type": "json_schema", "json_schema": {"name": "n", "schema": schema}})
+    line = None
+    for _ in range(50):
+        found = [json.loads(l) for l in list(server.log) if l.startswith('{"event":"request"')]
+        line = next((f for f in found if f["id"] == r.id), None)
+        if line:
+            break
+        time.sleep(0.1)
+    assert line is not None, "no log line for " + r.id
+    assert line["outcome"] == "ok" and line["status"] == 200
+    assert line["completion_tokens"] == r.usage.completion_tokens
+    assert line["compile_ms"] > 0, "a schema never seen before is compiled"
+    assert line["compile_ms"] <= line["queue_ms"] <= line["total_ms"]
+    assert line["ttft_ms"] is None or line["queue_ms"] <= line["ttft_ms"] <= line["total_ms"]

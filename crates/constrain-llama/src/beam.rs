@@ -103,16 +103,7 @@ impl Session<'_> {
         &mut self,
         request: BeamRequest<'_>,
     ) -> Result<BeamGeneration, LlamaError> {
-        let ctx_size = self.ctx_size() as usize;
-        if request.prompt.is_empty() {
-            return Err(LlamaError::EmptyPrompt);
-        }
-        if request.prompt.len() >= ctx_size {
-            return Err(LlamaError::PromptTooLong {
-                prompt_tokens: request.prompt.len(),
-                ctx_size: self.ctx_size(),
-            });
-        }
+        let room = self.room_after(request.prompt)?;
         if request.beams > self.sequences() {
             return Err(LlamaError::Sequence(format!(
                 "{} beams need as many sequences; this session holds {}",
@@ -121,11 +112,10 @@ impl Session<'_> {
             )));
         }
         // Every beam's output takes cells of its own; the prompt's are shared.
-        let room = (ctx_size - request.prompt.len()) / request.beams.max(1);
         let config = BeamConfig {
             beams: request.beams,
             length_penalty: request.length_penalty,
-            max_tokens: request.max_tokens.min(room),
+            max_tokens: request.max_tokens.min(room / request.beams.max(1)),
         };
         self.clear();
         let start = Instant::now();

@@ -88,22 +88,13 @@ impl Session<'_> {
         request: Request<'_>,
         sink: &mut Sink<'_>,
     ) -> Result<Generation, LlamaError> {
+        let room = self.room_after(request.prompt)?;
         let ctx_size = self.ctx_size() as usize;
-        if request.prompt.is_empty() {
-            return Err(LlamaError::EmptyPrompt);
-        }
-        if request.prompt.len() >= ctx_size {
-            return Err(LlamaError::PromptTooLong {
-                prompt_tokens: request.prompt.len(),
-                ctx_size: self.ctx_size(),
-            });
-        }
         let vocabulary = self.model.vocabulary().clone();
         let mut sampler = TokenSampler::new(&request.sampling, request.seed, request.prompt)?;
         let mut matcher = request.constraint;
         if let Some(m) = matcher.as_mut().filter(|_| !request.truncate) {
             // The output must also complete within the context.
-            let room = ctx_size - request.prompt.len();
             m.set_token_budget(Some(request.max_tokens.min(room)))?;
         }
         let mut mask = matcher

@@ -120,6 +120,22 @@ impl<'m> Session<'m> {
         self.ctx_size
     }
 
+    /// The cells a generation from `prompt` has left for its output: a prompt must be
+    /// non-empty and leave room for at least one token.
+    pub(crate) fn room_after(&self, prompt: &[u32]) -> Result<usize, LlamaError> {
+        let ctx_size = self.ctx_size as usize;
+        if prompt.is_empty() {
+            return Err(LlamaError::EmptyPrompt);
+        }
+        if prompt.len() >= ctx_size {
+            return Err(LlamaError::PromptTooLong {
+                prompt_tokens: prompt.len(),
+                ctx_size: self.ctx_size,
+            });
+        }
+        Ok(ctx_size - prompt.len())
+    }
+
     /// Tokens evaluated since the last [`Session::clear`].
     pub fn position(&self) -> usize {
         self.positions[0]

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use constrain::{CompiledGrammar, Matcher, Trigger, TriggeredMatcher};
@@ -42,6 +42,9 @@ pub struct Job {
     pub events: UnboundedSender<Event>,
     /// When the job is abandoned if not done (it then fails with 504).
     pub deadline: Option<Instant>,
+    /// Set by the scheduler when the job's first sequence takes a slot: the end of its wait
+    /// in the queue, for the request's log line.
+    pub admitted: Arc<OnceLock<Instant>>,
 }
 
 /// How a job's sequences are generated.
@@ -238,10 +241,9 @@ pub struct SequenceStats {
     pub sampled: usize,
     /// Tokens appended because the grammar forced them.
     pub forced: usize,
-    /// Time spent computing masks.
-    pub mask_time: Duration,
-    /// Masks computed.
-    pub masks: usize,
+    /// Time the mask of the latest step took (`None`: that step needed no mask), read by the
+    /// scheduler after each step for the mask-time histogram.
+    pub last_mask: Option<Duration>,
 }
 
 enum SeqConstraint {
@@ -463,10 +465,7 @@ impl Sequence {
             .constraint
             .fill_mask(&mut self.mask)
             .map_err(match_error)?;
-        if masked {
-            self.stats.mask_time += t.elapsed();
-            self.stats.masks += 1;
-        }
+        self.stats.last_mask = masked.then(|| t.elapsed());
         let mask = masked.then_some(self.mask.as_slice());
         let token = self
             .funnel

@@ -14,8 +14,8 @@ struct Histogram {
     bounds: &'static [f64],
     /// One count per bound, plus the overflow (`+Inf`).
     counts: Vec<AtomicU64>,
-    /// The sum, in thousandths (atomics hold integers).
-    sum_milli: AtomicU64,
+    /// The sum, in millionths (atomics hold integers; a mask takes microseconds).
+    sum_micro: AtomicU64,
 }
 
 impl Histogram {
@@ -23,7 +23,7 @@ impl Histogram {
         Histogram {
             bounds,
             counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
-            sum_milli: AtomicU64::new(0),
+            sum_micro: AtomicU64::new(0),
         }
     }
 
@@ -34,8 +34,8 @@ impl Histogram {
             .position(|&b| value <= b)
             .unwrap_or(self.bounds.len());
         self.counts[bucket].fetch_add(1, Ordering::Relaxed);
-        self.sum_milli
-            .fetch_add((value * 1000.0).round() as u64, Ordering::Relaxed);
+        self.sum_micro
+            .fetch_add((value * 1e6).round() as u64, Ordering::Relaxed);
     }
 
     /// The `_bucket`, `_sum` and `_count` lines.
@@ -50,7 +50,7 @@ impl Histogram {
                 .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
             lines.push((format!("_bucket{{le=\"{le}\"}}"), total.to_string()));
         }
-        let sum = self.sum_milli.load(Ordering::Relaxed) as f64 / 1000.0;
+        let sum = self.sum_micro.load(Ordering::Relaxed) as f64 / 1e6;
         lines.push(("_sum".into(), sum.to_string()));
         lines.push(("_count".into(), total.to_string()));
         lines
@@ -63,6 +63,10 @@ const BATCH_BOUNDS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0];
 const STEP_TOKEN_BOUNDS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
 /// Bounds of the compile-time histogram, in seconds.
 const COMPILE_BOUNDS: &[f64] = &[0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0];
+/// Bounds of the mask-time histogram (one sequence's mask in one step), in seconds.
+const MASK_BOUNDS: &[f64] = &[1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1];
+/// Bounds of the evaluation-time histogram (one step's decode), in seconds.
+const EVAL_BOUNDS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
 
 /// Everything `/metrics` reports.
 pub struct Metrics {
@@ -80,12 +84,6 @@ pub struct Metrics {
     sampled_tokens: AtomicU64,
     forced_tokens: AtomicU64,
     sequences: AtomicU64,
-    masks: AtomicU64,
-    mask_ns: AtomicU64,
-    eval_ns: AtomicU64,
-    evals: AtomicU64,
-    compiles: AtomicU64,
-    compile_ns: AtomicU64,
     cache_hits: AtomicU64,
     /// Time to the first token of each request: sum and count, for the mean.
     ttft_ns: AtomicU64,
@@ -96,6 +94,10 @@ pub struct Metrics {
     step_tokens: Histogram,
     /// Compile times of cache misses.
     compile_times: Histogram,
+    /// Each sequence's mask in each step.
+    mask_times: Histogram,
+    /// Each step's decode.
+    eval_times: Histogram,
 }
 
 impl Default for Metrics {
@@ -110,18 +112,14 @@ impl Default for Metrics {
             sampled_tokens: AtomicU64::new(0),
             forced_tokens: AtomicU64::new(0),
             sequences: AtomicU64::new(0),
-            masks: AtomicU64::new(0),
-            mask_ns: AtomicU64::new(0),
-            eval_ns: AtomicU64::new(0),
-            evals: AtomicU64::new(0),
-            compiles: AtomicU64::new(0),
-            compile_ns: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             ttft_ns: AtomicU64::new(0),
             ttft_count: AtomicU64::new(0),
             batch_sizes: Histogram::new(BATCH_BOUNDS),
             step_tokens: Histogram::new(STEP_TOKEN_BOUNDS),
             compile_times: Histogram::new(COMPILE_BOUNDS),
+            mask_times: Histogram::new(MASK_BOUNDS),
+            eval_times: Histogram::new(EVAL_BOUNDS),
         }
     }
 }
@@ -152,15 +150,16 @@ impl Metrics {
             .fetch_add(stats.sampled as u64, Ordering::Relaxed);
         self.forced_tokens
             .fetch_add(stats.forced as u64, Ordering::Relaxed);
-        self.masks.fetch_add(stats.masks as u64, Ordering::Relaxed);
-        self.mask_ns
-            .fetch_add(ns(stats.mask_time), Ordering::Relaxed);
     }
 
-    /// Adds one model evaluation.
+    /// Adds one sequence's mask of one step.
+    pub fn add_mask(&self, took: Duration) {
+        self.mask_times.observe(took.as_secs_f64());
+    }
+
+    /// Adds one step's model evaluation.
     pub fn add_eval(&self, took: Duration) {
-        self.evals.fetch_add(1, Ordering::Relaxed);
-        self.eval_ns.fetch_add(ns(took), Ordering::Relaxed);
+        self.eval_times.observe(took.as_secs_f64());
     }
 
     /// Adds one scheduler step: `sequences` in its decode, `tokens` evaluated.
@@ -172,11 +171,7 @@ impl Metrics {
     /// Adds a grammar lookup: a compilation that took `took`, or a cache hit.
     pub fn add_compile(&self, took: Option<Duration>) {
         match took {
-            Some(t) => {
-                self.compiles.fetch_add(1, Ordering::Relaxed);
-                self.compile_ns.fetch_add(ns(t), Ordering::Relaxed);
-                self.compile_times.observe(t.as_secs_f64());
-            }
+            Some(t) => self.compile_times.observe(t.as_secs_f64()),
             None => {
                 self.cache_hits.fetch_add(1, Ordering::Relaxed);
             }
@@ -289,31 +284,16 @@ impl Metrics {
             one(get(&self.sequences).to_string()),
         );
         metric(
-            "constrain_mask_seconds",
-            "summary",
-            "Time computing token masks.",
-            vec![
-                ("_sum".into(), secs(&self.mask_ns).to_string()),
-                ("_count".into(), get(&self.masks).to_string()),
-            ],
+            "constrain_mask_duration_seconds",
+            "histogram",
+            "Time computing one sequence's token mask in one step.",
+            self.mask_times.lines(),
         );
         metric(
-            "constrain_eval_seconds",
-            "summary",
-            "Time in the model's forward passes.",
-            vec![
-                ("_sum".into(), secs(&self.eval_ns).to_string()),
-                ("_count".into(), get(&self.evals).to_string()),
-            ],
-        );
-        metric(
-            "constrain_compile_seconds",
-            "summary",
-            "Time compiling constraints (cache misses).",
-            vec![
-                ("_sum".into(), secs(&self.compile_ns).to_string()),
-                ("_count".into(), get(&self.compiles).to_string()),
-            ],
+            "constrain_eval_duration_seconds",
+            "histogram",
+            "Time of one step's forward pass (all its sequences).",
+            self.eval_times.lines(),
         );
         metric(
             "constrain_grammar_cache_hits_total",
@@ -337,5 +317,30 @@ impl Metrics {
             ],
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_are_cumulative_and_keep_microseconds() {
+        let metrics = Metrics::default();
+        metrics.add_mask(Duration::from_micros(3));
+        metrics.add_mask(Duration::from_micros(70));
+        metrics.add_mask(Duration::from_secs(1));
+        let text = metrics.render(0);
+        for line in [
+            "constrain_mask_duration_seconds_bucket{le=\"0.00001\"} 1",
+            "constrain_mask_duration_seconds_bucket{le=\"0.0001\"} 2",
+            "constrain_mask_duration_seconds_bucket{le=\"0.1\"} 2",
+            "constrain_mask_duration_seconds_bucket{le=\"+Inf\"} 3",
+            "constrain_mask_duration_seconds_sum 1.000073",
+            "constrain_mask_duration_seconds_count 3",
+            "# TYPE constrain_eval_duration_seconds histogram",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
     }
 }

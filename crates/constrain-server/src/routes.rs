@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -25,7 +25,7 @@ use crate::api::{
 use crate::engine::{ConstraintKind, Done, Event, Finish, GenParams, Job, TokenLogprob};
 use crate::error::ApiError;
 use crate::grammars::Spec;
-use crate::request_log::{self, RequestLog};
+use crate::request_log::{self, Admission, RequestLog};
 use crate::tools::{self, CallStreamer, StreamPiece};
 use crate::AppState;
 
@@ -652,10 +652,12 @@ async fn run(
 ) -> Result<Response, ApiError> {
     check_prompt(&state, &prompt, &mut plan.params.max_tokens)?;
     let mut constraint_info = Value::Null;
+    let mut compiled_in = None;
     let constraint = match &plan.spec {
         None => None,
         Some((spec, used)) => {
             let (compiled, cached) = compile(&state, spec).await?;
+            compiled_in = (!cached).then_some(compiled.took);
             constraint_info = json!({
                 "type": used.kind,
                 "enforced": true,
@@ -675,6 +677,7 @@ async fn run(
     let prompt_tokens = prompt.len();
     let (tx, rx) = mpsc::unbounded_channel();
     let n = plan.n;
+    let admitted = Arc::new(OnceLock::new());
     state.engine.submit(Job {
         prompt,
         n,
@@ -682,6 +685,7 @@ async fn run(
         constraint,
         events: tx,
         deadline: arrived.checked_add(state.options.request_timeout),
+        admitted: admitted.clone(),
     })?;
     queued.0.store(true, Ordering::Relaxed);
     let (prefix, route) = match kind {
@@ -691,7 +695,17 @@ async fn run(
     let id = new_id(prefix);
     let reply = Reply {
         state: state.clone(),
-        log: RequestLog::new(id.clone(), route, arrived, prompt_tokens, n),
+        log: RequestLog::new(
+            id.clone(),
+            Admission {
+                route,
+                arrived,
+                prompt_tokens,
+                n,
+                compiled_in,
+                admitted,
+            },
+        ),
         id,
         created: unix_now(),
         n,

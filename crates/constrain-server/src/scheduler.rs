@@ -311,6 +311,7 @@ impl<M: SlotModel> Scheduler<M> {
             }
             match Sequence::new(&state.job, index, self.vocabulary.clone(), room) {
                 Ok(seq) => {
+                    state.job.admitted.get_or_init(Instant::now);
                     self.slots[slot] = Some(Active {
                         state,
                         seq,
@@ -504,6 +505,9 @@ impl<M: SlotModel> Scheduler<M> {
             let Some(active) = &self.slots[slot] else {
                 continue;
             };
+            if let Some(took) = active.seq.stats.last_mask {
+                self.metrics.add_mask(took);
+            }
             match result {
                 Ok(event) => {
                     report.sampled.push(slot);

@@ -19,3 +19,17 @@ pub fn byte_vocabulary() -> Arc<Vocabulary> {
         )));
     Arc::new(Vocabulary::from_tokens(tokens).expect("the byte vocabulary is well formed"))
 }
+
+/// A vocabulary whose token `i` is `pieces[i]`, the piece `"<eos>"` being end-of-sequence: the
+/// few tokens a fake model speaks in, small enough to check every token at every step.
+pub fn pieces_vocabulary(pieces: &[&str]) -> Arc<Vocabulary> {
+    let tokens = pieces.iter().zip(0u32..).map(|(piece, id)| {
+        let kind = if *piece == "<eos>" {
+            TokenKind::EndOfSequence
+        } else {
+            TokenKind::Text
+        };
+        (id, piece.as_bytes().to_vec(), kind)
+    });
+    Arc::new(Vocabulary::from_tokens(tokens).expect("the pieces are distinct"))
+}

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use constrain::{ConstrainedSampler, Constraint, SamplerConfig, TokenIndex, TokenKind, Vocabulary};
+use constrain::{ConstrainedSampler, Constraint, SamplerConfig, TokenIndex};
 use constrain_sampling::PenaltyWindow;
 
 const PIECES: [&str; 6] = ["a", "b", "c", "ab", "ca", "<eos>"];
@@ -14,16 +14,7 @@ const PIECES: [&str; 6] = ["a", "b", "c", "ab", "ca", "<eos>"];
 const PROMPT: [u32; 9] = [0, 1, 2, 3, 0, 1, 2, 3, 0];
 
 fn grammar() -> Arc<constrain::CompiledGrammar> {
-    let vocab = Vocabulary::from_tokens(PIECES.iter().enumerate().map(|(id, p)| {
-        let kind = if *p == "<eos>" {
-            TokenKind::EndOfSequence
-        } else {
-            TokenKind::Text
-        };
-        (id as u32, p.as_bytes().to_vec(), kind)
-    }))
-    .unwrap();
-    let index = TokenIndex::new(Arc::new(vocab));
+    let index = TokenIndex::new(constrain_testdata::pieces_vocabulary(&PIECES));
     // The first letter is a or b; then up to five letters: the mask changes along the way.
     Constraint::Regex("[ab][abc]{1,5}".into())
         .compile(index)

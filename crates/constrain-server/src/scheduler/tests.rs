@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use constrain::{Constraint, TokenIndex, TokenKind};
+use constrain::{Constraint, TokenIndex};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::*;
@@ -15,17 +15,7 @@ const PIECES: &[&str] = &[
 ];
 
 fn vocabulary() -> Arc<Vocabulary> {
-    Arc::new(
-        Vocabulary::from_tokens(PIECES.iter().enumerate().map(|(id, p)| {
-            let kind = if *p == "<eos>" {
-                TokenKind::EndOfSequence
-            } else {
-                TokenKind::Text
-            };
-            (id as u32, p.as_bytes().to_vec(), kind)
-        }))
-        .unwrap(),
-    )
+    constrain_testdata::pieces_vocabulary(PIECES)
 }
 
 /// A real grammar over the fake vocabulary: a small JSON object.
@@ -157,6 +147,7 @@ fn job(
         constraint: Some(ConstraintKind::Grammar(grammar(&vocabulary))),
         events,
         deadline: None,
+        admitted: Arc::default(),
     };
     (job, rx)
 }

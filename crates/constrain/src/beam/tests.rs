@@ -1,7 +1,6 @@
 use std::sync::Arc;
 
 use constrain_sampling::SamplerConfig;
-use constrain_vocab::Vocabulary;
 
 use super::*;
 use crate::{ConstrainedSampler, Constraint, Error, TokenIndex};
@@ -66,16 +65,7 @@ impl<F: Fn(&[u32]) -> Vec<f32>> BeamModel for FakeModel<F> {
 }
 
 fn vocabulary(pieces: &[&str]) -> Arc<TokenIndex> {
-    let vocab = Vocabulary::from_tokens(pieces.iter().enumerate().map(|(id, p)| {
-        let kind = if *p == "<eos>" {
-            TokenKind::EndOfSequence
-        } else {
-            TokenKind::Text
-        };
-        (id as u32, p.as_bytes().to_vec(), kind)
-    }))
-    .unwrap();
-    TokenIndex::new(Arc::new(vocab))
+    TokenIndex::new(constrain_testdata::pieces_vocabulary(pieces))
 }
 
 const PROMPT: [u32; 1] = [0];
