@@ -187,7 +187,7 @@ def cases() -> list[Case]:
         # Tools.
         Case("tools: parameters not a schema",
              chat(tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": 5}}}],
-                  tool_choice="required"), 400, says=["/type"]),
+                  tool_choice="required"), 400, param="tools", says=['function "f"', "at /type:"]),
         Case("tools: tool_choice names no tool",
              chat(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
                   tool_choice={"type": "function", "function": {"name": "g"}}), 400,

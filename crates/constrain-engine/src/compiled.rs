@@ -83,7 +83,7 @@ impl CompiledGrammar {
         index: Arc<TokenIndex>,
         limits: Limits,
     ) -> Result<Arc<CompiledGrammar>, GrammarError> {
-        let deadline = Deadline::after(limits.max_compile_time);
+        let deadline = Deadline::of(&limits);
         let cfg = lower(grammar, &limits, &deadline)?;
         let mut automaton = Automaton::new(cfg, &limits, &deadline)?;
         let initial = automaton.initial();

@@ -44,9 +44,12 @@ pub struct Limits {
     /// Rules and expression nodes of the lowered grammar (twice that once unordered items,
     /// [`Expr::Unordered`](crate::Expr::Unordered), are expanded as inputs reach them).
     pub max_grammar_size: usize,
-    /// Wall-clock budget of [`CompiledGrammar::new`](crate::CompiledGrammar::new); `None` for
-    /// no limit.
+    /// Wall-clock budget of a whole compilation, front-end (schema compiler, parser) and
+    /// [`CompiledGrammar::new`](crate::CompiledGrammar::new) together; `None` for no limit.
     pub max_compile_time: Option<Duration>,
+    /// Time the front-end already spent of `max_compile_time` ([`Limits::after`] adds to it):
+    /// `CompiledGrammar::new` gets the rest, and an error still names the whole budget.
+    pub compile_time_spent: Duration,
 }
 
 impl Default for Limits {
@@ -64,6 +67,7 @@ impl Default for Limits {
             mask_cache_bytes: 512 << 20,
             max_grammar_size: 2_000_000,
             max_compile_time: Some(Duration::from_secs(60)),
+            compile_time_spent: Duration::ZERO,
         }
     }
 }
@@ -184,14 +188,11 @@ impl Limits {
         Ok(())
     }
 
-    /// These limits with the compile-time budget less `spent` (at least a millisecond), for
-    /// the second stage of a compilation whose first stage (parsing, the schema compiler)
-    /// already took `spent`.
+    /// These limits for the second stage of a compilation whose first stage (parsing, the
+    /// schema compiler) already took `spent` of the compile-time budget.
     pub fn after(&self, spent: Duration) -> Limits {
         Limits {
-            max_compile_time: self
-                .max_compile_time
-                .map(|b| b.saturating_sub(spent).max(Duration::from_millis(1))),
+            compile_time_spent: self.compile_time_spent.saturating_add(spent),
             ..self.clone()
         }
     }
@@ -217,6 +218,19 @@ impl Deadline {
             // A budget too large for the clock (`Duration::MAX`) is no budget, not a panic.
             at: limit.and_then(|l| Instant::now().checked_add(l)),
             limit: limit.unwrap_or(Duration::MAX),
+        }
+    }
+
+    /// The deadline of `limits`' compile-time budget, less what an earlier stage spent (at
+    /// least a millisecond is left); errors name the whole budget.
+    pub(crate) fn of(limits: &Limits) -> Deadline {
+        let left = limits.max_compile_time.map(|b| {
+            b.saturating_sub(limits.compile_time_spent)
+                .max(Duration::from_millis(1))
+        });
+        Deadline {
+            limit: limits.max_compile_time.unwrap_or(Duration::MAX),
+            ..Deadline::after(left)
         }
     }
 

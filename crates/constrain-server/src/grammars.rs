@@ -183,17 +183,14 @@ impl GrammarCache {
         let start = Instant::now();
         let param = spec.param();
         let mut warnings = Vec::new();
-        let grammar = self
-            .grammar(spec, &mut warnings)
-            .map_err(|e| constraint_error(param, &e))?;
-        let remaining = self.limits.max_compile_time.map(|b| {
-            b.saturating_sub(start.elapsed())
-                .max(Duration::from_millis(1))
-        });
-        let limits = Limits {
-            max_compile_time: remaining,
-            ..self.limits.clone()
-        };
+        let grammar = self.grammar(spec, &mut warnings).map_err(|e| match spec {
+            Spec::ToolCalls { call_schema, .. } | Spec::AfterCallOpen { call_schema, .. } => {
+                crate::tools::parameters_error(call_schema, &e)
+                    .unwrap_or_else(|| constraint_error(param, &e))
+            }
+            _ => constraint_error(param, &e),
+        })?;
+        let limits = self.limits.after(start.elapsed());
         let compiled = CompiledGrammar::new(&grammar, self.index.clone(), limits)
             .map_err(|e| constraint_error(param, &constrain::Error::Grammar(e)))?;
         Ok(Compiled {

@@ -140,6 +140,44 @@ pub fn call_schema(tools: &[&Tool]) -> Value {
     json!({ "anyOf": branches })
 }
 
+/// A schema error inside one tool's parameters, said of that tool: its JSON pointer is read
+/// from the tool's own `parameters`, not from the call schema that wraps them
+/// (`/properties/arguments` for one tool, `/anyOf/i/properties/arguments` for several).
+/// `None` when the error is not inside a tool's parameters.
+pub fn parameters_error(call_schema: &Value, err: &constrain::Error) -> Option<ApiError> {
+    let constrain::Error::Schema(schema_error) = err else {
+        return None;
+    };
+    let pointer = schema_error.pointer()?;
+    let branch = match pointer.strip_prefix("/anyOf/") {
+        Some(rest) => format!("/anyOf/{}", rest.split('/').next()?),
+        None => String::new(),
+    };
+    let wrapper = format!("{branch}/properties/arguments");
+    let inner = pointer.strip_prefix(&wrapper)?;
+    if !(inner.is_empty() || inner.starts_with('/')) {
+        return None;
+    }
+    let name = call_schema
+        .pointer(&format!("{branch}/properties/name/const"))?
+        .as_str()?;
+    // The error's text spells the wrapped pointer (and rebased `$ref`s): unwrap both.
+    let text = schema_error
+        .to_string()
+        .replace(&format!("{wrapper}/"), "/")
+        .replace(&wrapper, "/");
+    Some(
+        ApiError::invalid_param(
+            "tools",
+            format!(
+                "tools: the parameters of function {name:?}: {text} (JSON pointer '{}')",
+                if inner.is_empty() { "/" } else { inner }
+            ),
+        )
+        .with_code("invalid_schema"),
+    )
+}
+
 /// Rewrites every local `$ref` (`#...`) in `schema` as if the schema were moved to `base` (a
 /// JSON pointer) inside a larger document.
 fn rebase_refs(schema: &mut Value, base: &str) {
@@ -447,6 +485,41 @@ mod tests {
         let mut s = CallStreamer::new();
         assert_eq!(s.push("a <tool"), vec![StreamPiece::Content("a ".into())]);
         assert_eq!(s.finish(), vec![StreamPiece::Content("<tool".into())]);
+    }
+
+    #[test]
+    fn a_schema_error_in_parameters_names_the_tool_and_its_own_pointer() {
+        let good = tool("good", json!({"type": "object"}));
+        let bad = tool(
+            "bad",
+            json!({"type": "object", "properties": {"x": {"type": 5}}}),
+        );
+        for tools in [vec![&bad], vec![&good, &bad]] {
+            let schema = call_schema(&tools);
+            let err = constrain::Constraint::JsonSchema(schema.clone())
+                .grammar()
+                .unwrap_err();
+            let api = parameters_error(&schema, &err).expect("inside the parameters");
+            assert_eq!(api.param.as_deref(), Some("tools"));
+            assert!(
+                api.message.contains("function \"bad\"")
+                    && api.message.contains("at /properties/x/type:")
+                    && !api.message.contains("arguments"),
+                "{}",
+                api.message
+            );
+        }
+        let dangling = tool("d", json!({"$ref": "#/$defs/missing"}));
+        let schema = call_schema(&[&dangling]);
+        let err = constrain::Constraint::JsonSchema(schema.clone())
+            .grammar()
+            .unwrap_err();
+        let api = parameters_error(&schema, &err).expect("inside the parameters");
+        assert!(
+            api.message.contains("'#/$defs/missing'") && !api.message.contains("arguments"),
+            "{}",
+            api.message
+        );
     }
 
     #[test]
