@@ -517,6 +517,10 @@ impl RegexOracle {
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
+                    // Every match, not the leftmost-first one: under leftmost-first a
+                    // higher-priority branch that matches drops the others, so `""` would not
+                    // be a prefix of `(?:[a-c]?|[^a])"`.
+                    .match_kind(regex_automata::MatchKind::All)
                     .start_kind(StartKind::Anchored)
                     .dfa_size_limit(Some(4 << 20))
                     .determinize_size_limit(Some(4 << 20)),

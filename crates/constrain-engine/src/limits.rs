@@ -221,12 +221,17 @@ impl Deadline {
         }
     }
 
-    /// The deadline of `limits`' compile-time budget, less what an earlier stage spent (at
-    /// least a millisecond is left); errors name the whole budget.
+    /// The deadline of `limits`' compile-time budget, less what an earlier stage spent (then
+    /// at least a millisecond is left, so that a stage which used it all still starts);
+    /// errors name the whole budget.
     pub(crate) fn of(limits: &Limits) -> Deadline {
+        let spent = limits.compile_time_spent;
         let left = limits.max_compile_time.map(|b| {
-            b.saturating_sub(limits.compile_time_spent)
-                .max(Duration::from_millis(1))
+            if spent.is_zero() {
+                b
+            } else {
+                b.saturating_sub(spent).max(Duration::from_millis(1))
+            }
         });
         Deadline {
             limit: limits.max_compile_time.unwrap_or(Duration::MAX),
