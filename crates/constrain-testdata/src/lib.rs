@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 pub use masks::{allowed_ids, is_allowed};
 pub use rng::XorShift64;
-pub use vocab::{byte_vocabulary, pieces_vocabulary, BYTE_VOCABULARY_EOS};
+pub use vocab::{byte_vocabulary, hashed_logits, pieces_vocabulary, BYTE_VOCABULARY_EOS};
 
 /// Environment variable naming the shared reference-data directory.
 pub const SHARED_DIR_ENV: &str = "CONSTRAIN_SHARED_DIR";

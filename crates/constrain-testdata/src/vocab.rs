@@ -33,3 +33,20 @@ pub fn pieces_vocabulary(pieces: &[&str]) -> Arc<Vocabulary> {
     });
     Arc::new(Vocabulary::from_tokens(tokens).expect("the pieces are distinct"))
 }
+
+/// Logits of a fake model: `width` values in `[0, 3)` drawn from a hash of `history` (and
+/// `salt`), so the same tokens so far always give the same logits, whatever ran beside them.
+pub fn hashed_logits(history: &[u32], salt: u64, width: usize) -> Vec<f32> {
+    let mut state = 0x2545_f491_4f6c_dd1du64 ^ salt;
+    for &t in history {
+        state = (state ^ u64::from(t) ^ 0x55).wrapping_mul(0x1000_0000_01b3);
+    }
+    (0..width)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 3000) as f32 / 1000.0
+        })
+        .collect()
+}

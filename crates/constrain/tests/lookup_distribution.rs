@@ -23,18 +23,7 @@ fn grammar() -> Arc<constrain::CompiledGrammar> {
 
 /// Logits that depend on the whole output so far.
 fn model(output: &[u32], salt: u64) -> Vec<f32> {
-    let mut state = 0x2545_f491_4f6c_dd1du64 ^ salt;
-    for &t in output {
-        state = (state ^ u64::from(t) ^ 0x55).wrapping_mul(0x1000_0000_01b3);
-    }
-    (0..PIECES.len())
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 3000) as f32 / 1000.0
-        })
-        .collect()
+    constrain_testdata::hashed_logits(output, salt, PIECES.len())
 }
 
 fn generate(config: &SamplerConfig, seed: u64, lookup: usize) -> (Vec<u32>, constrain::Generation) {

@@ -37,18 +37,7 @@ fn grammar(vocabulary: &Arc<Vocabulary>) -> Arc<constrain::CompiledGrammar> {
 
 /// Logits that depend on every token the slot holds, and on nothing else.
 fn logits_after(history: &[u32], width: usize) -> Vec<f32> {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    for &t in history {
-        state = (state ^ u64::from(t) ^ 0x55).wrapping_mul(0x1000_0000_01b3);
-    }
-    (0..width)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 3000) as f32 / 1000.0
-        })
-        .collect()
+    constrain_testdata::hashed_logits(history, 0, width)
 }
 
 /// A context of independent slots; records every decode.
