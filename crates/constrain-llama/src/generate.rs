@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use constrain_engine::Matcher;
 use constrain_vocab::TokenKind;
 
-use constrain::{grammar_prefix, prompt_lookup};
+use constrain::{grammar_prefix, prompt_lookup, DraftLength};
 use constrain_sampling::{
     log_normalizer, token_logprobs, DraftCheck, SamplerConfig, TokenLogprobs,
 };
@@ -118,6 +118,7 @@ impl Session<'_> {
         let mut logprobs = Vec::new();
         let mut sequence_logprob = 0.0f64;
         let (mut drafted, mut accepted_drafts) = (0usize, 0usize);
+        let mut draft_length = DraftLength::new(request.lookup.unwrap_or(0));
         let start = Instant::now();
 
         let stop_reason = loop {
@@ -169,9 +170,8 @@ impl Session<'_> {
 
             // Speculative decoding by prompt lookup: draft, score every drafted position in
             // one batch, keep what verification accepts.
-            let max_draft = request
-                .lookup
-                .unwrap_or(0)
+            let max_draft = draft_length
+                .at_draw_point()
                 .min(budget - 1)
                 .min(context_room - 1);
             if max_draft > 0 && !pending.is_empty() {
@@ -249,6 +249,7 @@ impl Session<'_> {
                         break;
                     }
                     accepted_drafts += accepted;
+                    draft_length.record(draft.len(), accepted);
                     // The cache keeps the accepted draft and drops the rest.
                     self.truncate_sequence(0, base + first + 1 + accepted)?;
                     if let Some(token) = chosen {

@@ -71,7 +71,9 @@ mod triggered;
 
 pub use beam::{beam_search, Beam, BeamConfig, BeamModel, BeamOutput};
 pub use constraint::{Constraint, Error};
-pub use lookup::{grammar_prefix, is_draw_point, prompt_lookup, DraftCut, LOOKUP_NGRAMS};
+pub use lookup::{
+    grammar_prefix, is_draw_point, prompt_lookup, DraftCut, DraftLength, LOOKUP_NGRAMS,
+};
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
 pub use triggered::{Trigger, TriggeredMatcher};
 

@@ -106,9 +106,108 @@ pub fn grammar_prefix(
     })
 }
 
+/// The length of a sequence's next draft, from how its last drafts went.
+///
+/// Each drafted token costs a row of the model's next evaluation whether it is kept or not;
+/// where rows are not free (a CPU), drafts that keep failing make decoding slower than without
+/// them. So: drafts of the full length while they are kept whole; after a draft kept in part,
+/// one token longer than what was kept; after a draft of which less than half was kept, no
+/// draft for a while, a wait that doubles with each such draft in a row (up to
+/// [`DraftLength::MAX_WAIT`] draws) and ends at the first draft kept at least half. Which
+/// lengths are drafted never changes what verification outputs, only how fast.
+#[derive(Clone, Debug)]
+pub struct DraftLength {
+    max: usize,
+    next: usize,
+    /// Draw points left before the next draft.
+    wait: usize,
+    /// The wait after the next draft of which nothing is kept.
+    backoff: usize,
+}
+
+impl DraftLength {
+    /// The longest wait, in draw points, after drafts of which nothing was kept.
+    pub const MAX_WAIT: usize = 32;
+
+    /// Drafts of up to `max` tokens (0: never).
+    pub fn new(max: usize) -> DraftLength {
+        DraftLength {
+            max,
+            next: max,
+            wait: 0,
+            backoff: 1,
+        }
+    }
+
+    /// The longest draft to make at this draw point (0: none); counts the point.
+    pub fn at_draw_point(&mut self) -> usize {
+        if self.wait > 0 {
+            self.wait -= 1;
+            return 0;
+        }
+        self.next
+    }
+
+    /// Records a verified draft of `drafted` tokens of which the first `accepted` were kept.
+    pub fn record(&mut self, drafted: usize, accepted: usize) {
+        if drafted == 0 {
+            return;
+        }
+        if 2 * accepted < drafted {
+            self.wait = self.backoff;
+            self.backoff = (self.backoff * 2).min(Self::MAX_WAIT);
+        } else {
+            self.backoff = 1;
+        }
+        self.next = if accepted >= drafted {
+            self.max
+        } else {
+            (accepted + 1).min(self.max)
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_drafts_back_off_and_kept_ones_restore_the_length() {
+        let mut d = DraftLength::new(8);
+        assert_eq!(d.at_draw_point(), 8);
+        // Less than half kept: one draw point without a draft, then one longer than was kept.
+        d.record(8, 3);
+        assert_eq!(d.at_draw_point(), 0);
+        assert_eq!(d.at_draw_point(), 4);
+        // Half kept: no wait.
+        d.record(4, 2);
+        assert_eq!(d.at_draw_point(), 3);
+        // Kept whole: the full length again.
+        d.record(3, 3);
+        assert_eq!(d.at_draw_point(), 8);
+        // Nothing kept, twice in a row: a wait of 1, then of 2 draw points; one-token probes.
+        d.record(8, 0);
+        assert_eq!(d.at_draw_point(), 0);
+        assert_eq!(d.at_draw_point(), 1);
+        d.record(1, 0);
+        assert_eq!([d.at_draw_point(), d.at_draw_point()], [0, 0]);
+        assert_eq!(d.at_draw_point(), 1);
+        // A probe kept restores the full length and the short wait.
+        d.record(1, 1);
+        assert_eq!(d.at_draw_point(), 8);
+        d.record(8, 0);
+        assert_eq!(d.at_draw_point(), 0);
+        assert_eq!(d.at_draw_point(), 1);
+        // The wait is bounded; nothing is drafted with a maximum of 0.
+        for _ in 0..20 {
+            d.record(8, 0);
+        }
+        assert_eq!(
+            (0..40).filter(|_| d.at_draw_point() == 0).count(),
+            DraftLength::MAX_WAIT
+        );
+        assert_eq!(DraftLength::new(0).at_draw_point(), 0);
+    }
 
     #[test]
     fn the_longest_latest_match_gives_the_draft() {

@@ -241,8 +241,9 @@ pub struct Args {
     /// Speculative decoding by prompt lookup: draft up to K tokens by copying what followed
     /// the latest earlier occurrence (in the prompt or the output) of the last few tokens, cut
     /// where the constraint refuses, score them in one model evaluation, and keep what
-    /// verification accepts. The output is distributed exactly as without it (identical at
-    /// temperature 0); it comes faster where the output copies from the prompt.
+    /// verification accepts (drafts shorten, and pause, after rejections). The output is
+    /// distributed exactly as without it (identical at temperature 0); it comes faster where
+    /// the output copies from the prompt.
     #[arg(
         long,
         value_name = "K",
