@@ -215,6 +215,48 @@ def test_extensions_regex_and_grammar(client, model_id):
     assert r.choices[0].message.content in ("yes", "no")
 
 
+def test_prompt_lookup_drafts_from_the_prompt_and_stays_valid(client, model_id):
+    # An extraction: the values are in the prompt, so drafts copied from it are verified.
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 40},
+                       "email": {"type": "string", "maxLength": 60},
+                       "born": {"type": "string", "maxLength": 20}},
+        "required": ["name", "email", "born"],
+        "additionalProperties": False,
+    }
+    text = ("Record: Margaret Hamilton-Oakes, email margaret.hamilton-oakes@example.org, "
+            "born 1936-08-17 in Paoli. Extract name, email and born as JSON.")
+    kwargs = dict(model=model_id, messages=[{"role": "user", "content": text}], max_tokens=80,
+                  temperature=0, seed=3,
+                  response_format={"type": "json_schema",
+                                   "json_schema": {"name": "r", "schema": schema, "strict": True}})
+    plain = client.chat.completions.create(**kwargs)
+    assert plain.usage.completion_tokens_details is None
+    fast = client.chat.completions.create(extra_body={"lookup": 8}, **kwargs)
+    for r in (plain, fast):
+        assert r.choices[0].finish_reason == "stop"
+        jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+    details = fast.usage.completion_tokens_details
+    assert details.accepted_prediction_tokens > 0, fast.usage
+    # At most one draft of 8 per verifying step, and each step yields a token.
+    drafted = details.accepted_prediction_tokens + details.rejected_prediction_tokens
+    assert details.accepted_prediction_tokens <= fast.usage.completion_tokens
+    assert drafted <= 8 * fast.usage.completion_tokens
+
+    # Streamed, with the drafts counted in the last chunk's usage; sampled at temperature 1.
+    stream = client.chat.completions.create(
+        stream=True, stream_options={"include_usage": True}, extra_body={"lookup": 4},
+        **{**kwargs, "temperature": 1.0})
+    content, usage = "", None
+    for chunk in stream:
+        usage = chunk.usage or usage
+        for c in chunk.choices:
+            content += c.delta.content or ""
+    jsonschema.validate(json.loads(content), schema)
+    assert usage.completion_tokens_details.accepted_prediction_tokens >= 0
+
+
 def test_streaming_text_matches_the_whole_answer(client, model_id):
     kwargs = dict(model=model_id, messages=[{"role": "user", "content": "Say something about the sea."}],
                   max_tokens=24, seed=42, temperature=0.8)

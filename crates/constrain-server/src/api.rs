@@ -135,6 +135,10 @@ pub struct SamplingFields {
     /// Extension: CTRL's repetition penalty (1 = off).
     #[serde(default)]
     pub repeat_penalty: Option<f32>,
+    /// Extension: speculative decoding by prompt lookup with drafts of up to this many tokens
+    /// (0 = off); the output is distributed as without it.
+    #[serde(default)]
+    pub lookup: Option<u64>,
     /// Extension: a GBNF grammar (start rule `root`) the output follows.
     #[serde(default)]
     pub grammar: Option<String>,

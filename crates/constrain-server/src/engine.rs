@@ -18,9 +18,9 @@ use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use constrain::{CompiledGrammar, Matcher, Trigger, TriggeredMatcher};
+use constrain::{CompiledGrammar, DraftLength, Matcher, Trigger, TriggeredMatcher};
 use constrain_llama::{Model, Session, SessionOptions};
-use constrain_sampling::{Funnel, History, SamplerConfig, Xoshiro256StarStar};
+use constrain_sampling::{DraftCheck, Funnel, History, SamplerConfig, Xoshiro256StarStar};
 use constrain_vocab::{TokenKind, Vocabulary};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -63,6 +63,9 @@ pub struct GenParams {
     /// Append forced tokens without sampling (off when log-probabilities are asked for: every
     /// token then has the model's own distribution).
     pub fast_forward: bool,
+    /// Speculative decoding by prompt lookup: drafts of up to this many tokens, verified in
+    /// the sequence's next decode (0: off).
+    pub lookup: usize,
 }
 
 /// A compiled constraint as a sequence follows it.
@@ -106,6 +109,10 @@ pub struct Done {
     pub completion_tokens: usize,
     /// Where a triggered constraint's trigger starts in the text, if it appeared.
     pub trigger_start: Option<usize>,
+    /// Drafted tokens verified (with `lookup`; 0 without).
+    pub drafted: usize,
+    /// Drafted tokens the verification kept.
+    pub accepted_drafts: usize,
 }
 
 /// Why a sequence ended.
@@ -182,10 +189,7 @@ impl Engine {
                     }
                 };
                 drop(ready_tx);
-                let slots = LlamaSlots {
-                    session,
-                    room: slot_ctx as usize,
-                };
+                let slots = LlamaSlots::new(session, slot_ctx as usize);
                 Scheduler::new(
                     slots,
                     model.vocabulary().clone(),
@@ -228,8 +232,13 @@ impl Engine {
 /// What a sequence needs next.
 pub enum Next {
     /// These tokens evaluated (after those already evaluated), then [`Sequence::sample`] with
-    /// the logits after the last.
-    Evaluate(Vec<u32>),
+    /// the logits after each of the last `rows` of them: 1, or 1 plus a draft's length.
+    Evaluate {
+        /// The tokens, a draft last.
+        tokens: Vec<u32>,
+        /// How many of the last tokens need logits.
+        rows: usize,
+    },
     /// It is complete.
     Done(Done),
 }
@@ -244,6 +253,10 @@ pub struct SequenceStats {
     /// Time the mask of the latest step took (`None`: that step needed no mask), read by the
     /// scheduler after each step for the mask-time histogram.
     pub last_mask: Option<Duration>,
+    /// Drafted tokens verified.
+    pub drafted: usize,
+    /// Drafted tokens the verification kept.
+    pub accepted_drafts: usize,
 }
 
 enum SeqConstraint {
@@ -330,6 +343,13 @@ pub struct Sequence {
     pub position: usize,
     /// Tokens chosen and not yet evaluated.
     pending: Vec<u32>,
+    /// Drafted tokens evaluated after `pending`, to verify when their logits come.
+    draft: Vec<u32>,
+    /// Whether a token is drawn after a wholly accepted draft (false: the grammar forces or
+    /// ends there).
+    draw_after_draft: bool,
+    /// How long the next draft may be (`lookup`, shortened after rejections).
+    draft_length: DraftLength,
     output: Vec<u8>,
     /// Bytes of `output` already sent.
     sent: usize,
@@ -389,6 +409,9 @@ impl Sequence {
             ctx_size,
             position: 0,
             pending: Vec::new(),
+            draft: Vec::new(),
+            draw_after_draft: true,
+            draft_length: DraftLength::new(job.params.lookup),
             output: Vec::new(),
             sent: 0,
             generated: 0,
@@ -407,7 +430,10 @@ impl Sequence {
     /// grammar forces are appended here, without a draw.
     pub fn next_tokens(&mut self) -> Result<Next, ApiError> {
         if self.position == 0 {
-            return Ok(Next::Evaluate(self.prompt.clone()));
+            return Ok(Next::Evaluate {
+                tokens: self.prompt.clone(),
+                rows: 1,
+            });
         }
         loop {
             if let Some(finish) = self.finished {
@@ -443,8 +469,51 @@ impl Sequence {
                 self.finished = Some(self.limit_finish());
                 continue;
             }
-            return Ok(Next::Evaluate(std::mem::take(&mut self.pending)));
+            // A draft must leave room for the token drawn after it, in the budget and the
+            // context.
+            self.draft_next(budget.min(room) - 1)?;
+            let mut tokens = std::mem::take(&mut self.pending);
+            tokens.extend_from_slice(&self.draft);
+            return Ok(Next::Evaluate {
+                tokens,
+                rows: 1 + self.draft.len(),
+            });
         }
+    }
+
+    /// Sets `draft` to the prompt lookup's continuation of up to `max_len` tokens (fewer, or
+    /// none, after rejected drafts: [`DraftLength`]), cut where plain decoding would not draw
+    /// them (see [`constrain::grammar_prefix`]). Tool-call
+    /// sequences (free text before a trigger) and sequences with nothing pending (whose first
+    /// verifying row would be another decode's) draft nothing.
+    fn draft_next(&mut self, max_len: usize) -> Result<(), ApiError> {
+        self.draft.clear();
+        self.draw_after_draft = true;
+        if self.pending.is_empty() || matches!(self.constraint, SeqConstraint::Triggered(_)) {
+            return Ok(());
+        }
+        let max_len = max_len.min(self.draft_length.at_draw_point());
+        if max_len == 0 {
+            return Ok(());
+        }
+        let mut draft = constrain::prompt_lookup(self.history.tokens(), max_len).to_vec();
+        match &mut self.constraint {
+            SeqConstraint::None => {
+                let end = draft
+                    .iter()
+                    .position(|&t| self.vocabulary.kind(t) == Some(TokenKind::EndOfSequence));
+                draft.truncate(end.unwrap_or(draft.len()));
+            }
+            SeqConstraint::Grammar(m) => {
+                let cut = constrain::grammar_prefix(m, &draft, self.params.fast_forward)
+                    .map_err(match_error)?;
+                draft.truncate(cut.tokens);
+                self.draw_after_draft = cut.then_draw;
+            }
+            SeqConstraint::Triggered(_) => draft.clear(),
+        }
+        self.draft = draft;
+        Ok(())
     }
 
     /// How a sequence ends at the token limit: `stop` if its constrained output is complete
@@ -457,9 +526,46 @@ impl Sequence {
         }
     }
 
-    /// Draws the next token from the logits after the evaluated tokens; returns the text (and
-    /// log-probabilities) that can be sent now.
-    pub fn sample(&mut self, logits: &[f32]) -> Result<Option<Event>, ApiError> {
+    /// Draws the next token from the logits after the evaluated tokens, verifying the draft
+    /// first when there is one: `rows[i]` are the logits that verify `draft[i]`, the last the
+    /// logits after the whole draft. Returns the text (and log-probabilities) that can be sent
+    /// now, and how many drafted tokens were rejected: the caller cuts them from the cache.
+    pub fn sample(&mut self, rows: &[&[f32]]) -> Result<(Option<Event>, usize), ApiError> {
+        let draft = std::mem::take(&mut self.draft);
+        if rows.len() != draft.len() + 1 {
+            return Err(ApiError::internal(format!(
+                "{} rows of logits for a draft of {} tokens",
+                rows.len(),
+                draft.len()
+            )));
+        }
+        let mut accepted = 0;
+        for (i, logits) in rows.iter().enumerate() {
+            if i == draft.len() && !self.draw_after_draft {
+                // The grammar forces or ends here: `next_tokens` goes on, as without a draft.
+                break;
+            }
+            let token = self.draw(logits, draft.get(i).copied())?;
+            let ended = self.push(token);
+            if draft.get(i) != Some(&token) {
+                break;
+            }
+            accepted += 1;
+            if ended {
+                break;
+            }
+        }
+        // Accepted drafted tokens are in the cache already; only a drawn token is pending.
+        self.pending.drain(..accepted.min(self.pending.len()));
+        self.stats.drafted += draft.len();
+        self.stats.accepted_drafts += accepted;
+        self.draft_length.record(draft.len(), accepted);
+        Ok((self.delta(), draft.len() - accepted))
+    }
+
+    /// One token from `logits` under the mask of the current state: `drafted` when the
+    /// verification keeps it, else a draw (the replacement of a rejected draft).
+    fn draw(&mut self, logits: &[f32], drafted: Option<u32>) -> Result<u32, ApiError> {
         let t = Instant::now();
         let masked = self
             .constraint
@@ -467,10 +573,22 @@ impl Sequence {
             .map_err(match_error)?;
         self.stats.last_mask = masked.then(|| t.elapsed());
         let mask = masked.then_some(self.mask.as_slice());
-        let token = self
-            .funnel
-            .sample_from(logits, mask, &self.history, &mut self.rng)
-            .map_err(|e| ApiError::internal(format!("sampling: {e}")))?;
+        let sampling =
+            |e: constrain_sampling::SamplingError| ApiError::internal(format!("sampling: {e}"));
+        let token = match drafted {
+            None => self
+                .funnel
+                .sample_from(logits, mask, &self.history, &mut self.rng)
+                .map_err(sampling)?,
+            Some(drafted) => match self
+                .funnel
+                .verify_token(logits, mask, &self.history, drafted, &mut self.rng)
+                .map_err(sampling)?
+            {
+                DraftCheck::Accepted => drafted,
+                DraftCheck::Rejected { replacement } => replacement,
+            },
+        };
         if let Some(top) = self.params.logprobs {
             let scored = token_logprob(logits, token, top, &self.vocabulary)
                 .map_err(|e| ApiError::internal(format!("logprobs: {e}")))?;
@@ -478,8 +596,7 @@ impl Sequence {
         }
         self.constraint.accept(token).map_err(match_error)?;
         self.stats.sampled += 1;
-        self.push(token);
-        Ok(self.delta())
+        Ok(token)
     }
 
     /// Records a chosen token; true when it ended the sequence.
@@ -544,6 +661,8 @@ impl Sequence {
             finish,
             completion_tokens: self.generated,
             trigger_start: self.constraint.trigger_start(),
+            drafted: self.stats.drafted,
+            accepted_drafts: self.stats.accepted_drafts,
         }
     }
 

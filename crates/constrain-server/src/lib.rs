@@ -96,6 +96,8 @@ pub struct ServerOptions {
     pub max_n: usize,
     /// Sampling settings a request does not give (OpenAI's defaults: temperature 1, top_p 1).
     pub sampling: SamplerConfig,
+    /// Prompt-lookup draft length of a request that gives no `lookup` (0: off).
+    pub lookup: usize,
     /// Let llama.cpp log to stderr.
     pub verbose: bool,
 }
@@ -125,6 +127,7 @@ impl ServerOptions {
             default_max_tokens: 1024,
             max_n: 8,
             sampling: SamplerConfig::default(),
+            lookup: 0,
             verbose: false,
         }
     }

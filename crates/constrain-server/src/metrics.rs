@@ -83,6 +83,8 @@ pub struct Metrics {
     prompt_tokens: AtomicU64,
     sampled_tokens: AtomicU64,
     forced_tokens: AtomicU64,
+    drafted_tokens: AtomicU64,
+    accepted_drafts: AtomicU64,
     sequences: AtomicU64,
     cache_hits: AtomicU64,
     /// Time to the first token of each request: sum and count, for the mean.
@@ -111,6 +113,8 @@ impl Default for Metrics {
             prompt_tokens: AtomicU64::new(0),
             sampled_tokens: AtomicU64::new(0),
             forced_tokens: AtomicU64::new(0),
+            drafted_tokens: AtomicU64::new(0),
+            accepted_drafts: AtomicU64::new(0),
             sequences: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             ttft_ns: AtomicU64::new(0),
@@ -150,6 +154,10 @@ impl Metrics {
             .fetch_add(stats.sampled as u64, Ordering::Relaxed);
         self.forced_tokens
             .fetch_add(stats.forced as u64, Ordering::Relaxed);
+        self.drafted_tokens
+            .fetch_add(stats.drafted as u64, Ordering::Relaxed);
+        self.accepted_drafts
+            .fetch_add(stats.accepted_drafts as u64, Ordering::Relaxed);
     }
 
     /// Adds one sequence's mask of one step.
@@ -274,6 +282,20 @@ impl Metrics {
                 (
                     "{kind=\"forced\"}".into(),
                     get(&self.forced_tokens).to_string(),
+                ),
+            ],
+        );
+        let drafted = get(&self.drafted_tokens);
+        let accepted = get(&self.accepted_drafts);
+        metric(
+            "constrain_draft_tokens_total",
+            "counter",
+            "Tokens drafted by prompt lookup, by what verification did with them.",
+            vec![
+                ("{outcome=\"accepted\"}".into(), accepted.to_string()),
+                (
+                    "{outcome=\"rejected\"}".into(),
+                    drafted.saturating_sub(accepted).to_string(),
                 ),
             ],
         );

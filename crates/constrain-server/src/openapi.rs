@@ -59,6 +59,7 @@ pub fn document() -> Value {
                         "min_p": {"type": "number", "minimum": 0, "maximum": 1, "description": "Extension."},
                         "typical_p": {"type": "number", "minimum": 0, "maximum": 1, "description": "Extension."},
                         "repeat_penalty": {"type": "number", "description": "Extension: CTRL's repetition penalty (1 = off)."},
+                        "lookup": {"type": "integer", "minimum": 0, "maximum": 16, "description": "Extension: speculative decoding by prompt lookup, drafts of up to this many tokens (0 = off)."},
                         "grammar": {"type": "string", "description": "Extension: a GBNF grammar (start rule root)."},
                         "regex": {"type": "string", "description": "Extension: a regular expression the output matches in full."},
                         "json_schema": {"type": "object", "description": "Extension: a JSON Schema the output is valid against."}
@@ -162,7 +163,7 @@ pub fn document() -> Value {
                             "logprobs": {"type": ["object", "null"]},
                             "finish_reason": {"enum": ["stop", "length", "tool_calls"]}
                         }}},
-                        "usage": {"type": "object", "properties": {"prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}},
+                        "usage": {"type": "object", "properties": {"prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}, "completion_tokens_details": {"type": "object", "description": "With lookup: drafted tokens kept and rejected.", "properties": {"accepted_prediction_tokens": {"type": "integer"}, "rejected_prediction_tokens": {"type": "integer"}}}}},
                         "constraint": {"$ref": "#/components/schemas/Constraint"}
                     }
                 }

@@ -309,6 +309,10 @@ fn response_spec(
     }
 }
 
+/// Longest prompt-lookup draft a request may ask for: each drafted token is a row of logits
+/// the step evaluates and copies.
+pub const MAX_LOOKUP: usize = 16;
+
 fn check_range(param: &str, value: Option<f32>, lo: f32, hi: f32) -> Result<(), ApiError> {
     match value {
         Some(v) if !(v.is_finite() && (lo..=hi).contains(&v)) => Err(ApiError::invalid_param(
@@ -366,6 +370,16 @@ fn gen_params(
             },
         ));
     }
+    let lookup = match f.lookup {
+        None => state.options.lookup,
+        Some(k) if k <= MAX_LOOKUP as u64 => k as usize,
+        Some(k) => {
+            return Err(ApiError::invalid_param(
+                "lookup",
+                format!("lookup must be between 0 and {MAX_LOOKUP}, not {k}"),
+            ))
+        }
+    };
     let stop = f.stop.as_ref().map(|s| s.strings()).unwrap_or_default();
     if stop.len() > 4 {
         return Err(ApiError::invalid_param("stop", "at most 4 stop strings"));
@@ -412,6 +426,7 @@ fn gen_params(
             stop,
             logprobs,
             fast_forward: logprobs.is_none(),
+            lookup,
         },
         n,
     ))
@@ -712,6 +727,7 @@ async fn run(
         kind,
         prompt_tokens,
         logprobs: plan.params.logprobs.is_some(),
+        lookup: plan.params.lookup > 0,
         constraint_info,
         arrived,
     };
@@ -733,8 +749,26 @@ struct Reply {
     kind: Kind,
     prompt_tokens: usize,
     logprobs: bool,
+    /// Whether sequences draft by prompt lookup (then `usage` counts the drafts).
+    lookup: bool,
     constraint_info: Value,
     arrived: Instant,
+}
+
+/// Token counts of a reply's finished sequences, for `usage`.
+#[derive(Default)]
+struct Counts {
+    completion: usize,
+    drafted: usize,
+    accepted_drafts: usize,
+}
+
+impl Counts {
+    fn add(&mut self, done: &Done) {
+        self.completion += done.completion_tokens;
+        self.drafted += done.drafted;
+        self.accepted_drafts += done.accepted_drafts;
+    }
 }
 
 impl Reply {
@@ -746,12 +780,21 @@ impl Reply {
         }
     }
 
-    fn usage(&self, completion_tokens: usize) -> Value {
-        json!({
+    /// OpenAI's `usage`; with lookup, drafted tokens are counted as OpenAI counts a predicted
+    /// output's tokens (`completion_tokens_details`).
+    fn usage(&self, counts: &Counts) -> Value {
+        let mut usage = json!({
             "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": self.prompt_tokens + completion_tokens,
-        })
+            "completion_tokens": counts.completion,
+            "total_tokens": self.prompt_tokens + counts.completion,
+        });
+        if self.lookup {
+            usage["completion_tokens_details"] = json!({
+                "accepted_prediction_tokens": counts.accepted_drafts,
+                "rejected_prediction_tokens": counts.drafted - counts.accepted_drafts,
+            });
+        }
+        usage
     }
 
     fn envelope(&self, chunk: bool, choices: Value) -> Value {
@@ -805,15 +848,16 @@ impl Reply {
             }
         }
         let done: Vec<Done> = done.into_iter().flatten().collect();
-        let completion_tokens: usize = done.iter().map(|d| d.completion_tokens).sum();
-        self.log.ok(completion_tokens);
+        let mut counts = Counts::default();
+        done.iter().for_each(|d| counts.add(d));
+        self.log.ok(counts.completion);
         let choices: Vec<Value> = done
             .iter()
             .zip(&logprobs)
             .map(|(d, lp)| self.choice(d, lp))
             .collect();
         let mut body = self.envelope(false, Value::Array(choices));
-        body["usage"] = self.usage(completion_tokens);
+        body["usage"] = self.usage(&counts);
         Ok(Json(body).into_response())
     }
 
@@ -867,7 +911,7 @@ impl Reply {
             let mut streamers: Vec<CallStreamer> =
                 (0..self.n).map(|_| CallStreamer::new()).collect();
             let mut call_ids: Vec<Vec<String>> = vec![Vec::new(); self.n];
-            let mut completion_tokens = 0;
+            let mut counts = Counts::default();
             let mut first = true;
             let mut remaining = self.n;
             let send = |v: Value| {
@@ -910,7 +954,7 @@ impl Reply {
                     }
                     Some(Event::Done(d)) => {
                         remaining -= 1;
-                        completion_tokens += d.completion_tokens;
+                        counts.add(&d);
                         let mut chunks = Vec::new();
                         if tools_active {
                             let pieces = streamers[d.index].finish();
@@ -968,11 +1012,11 @@ impl Reply {
                 }
             }
             if remaining == 0 {
-                self.log.ok(completion_tokens);
+                self.log.ok(counts.completion);
             }
             if include_usage && remaining == 0 {
                 let mut last = self.envelope(true, json!([]));
-                last["usage"] = self.usage(completion_tokens);
+                last["usage"] = self.usage(&counts);
                 let _ = send(last).await;
             }
             let _ = out.send("[DONE]".into()).await;

@@ -14,8 +14,10 @@
 //! 4. decodes one batch: every generating sequence's pending tokens, plus at most
 //!    `prompt_chunk` tokens of prompts being read (oldest first), so a long prompt never
 //!    stalls the sequences already generating;
-//! 5. copies the logits row of every sequence whose tokens are all evaluated, then samples all
-//!    of them at once on rayon's threads (masks included): the model side need not be `Sync`.
+//! 5. copies the logits rows of every sequence whose tokens are all evaluated, then samples
+//!    all of them at once on rayon's threads (masks included): the model side need not be
+//!    `Sync`. A sequence that drafted (prompt lookup) gets a row per drafted position, verifies
+//!    its draft and has the rejected tail cut from its slot in the same step.
 //!
 //! Invariants (tested with a fake model below):
 //! - every sequence that holds a slot and is not finished is in every step's decode;
@@ -38,6 +40,17 @@ use crate::engine::{Event, Job, Next, Sequence};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 
+/// One slot's part of a decode.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotTokens<'a> {
+    /// The slot.
+    pub slot: usize,
+    /// Tokens appended to it (never empty).
+    pub tokens: &'a [u32],
+    /// How many of the last tokens need their next-token logits (at least 1).
+    pub rows: usize,
+}
+
 /// The model side of the scheduler: a context of `slots()` independent sequences.
 ///
 /// Implemented for llama.cpp's [`constrain_llama::Session`] by [`LlamaSlots`], and in the
@@ -47,13 +60,17 @@ pub trait SlotModel {
     fn slots(&self) -> usize;
     /// Tokens one slot may hold (prompt plus output).
     fn slot_room(&self) -> usize;
-    /// Appends each entry's tokens to its slot, all in one evaluation; afterwards
-    /// [`SlotModel::logits`] of each entry's slot are the logits after its last token.
-    fn decode(&mut self, work: &[(usize, &[u32])]) -> Result<(), String>;
-    /// The next-token logits after the last token of `slot` in the last decode.
-    fn logits(&self, slot: usize) -> &[f32];
+    /// Appends each entry's tokens to its slot, all in one evaluation.
+    fn decode(&mut self, work: &[SlotTokens<'_>]) -> Result<(), String>;
+    /// The next-token logits after the `row`-th of the last `rows` tokens of `slot`'s entry in
+    /// the last decode (row `rows - 1`: after its last token).
+    fn logits(&self, slot: usize, row: usize) -> &[f32];
+    /// Cuts `slot` back to its first `len` tokens (a rejected draft's tail).
+    fn truncate(&mut self, slot: usize, len: usize) -> Result<(), String>;
     /// Empties `slot`.
-    fn clear(&mut self, slot: usize) -> Result<(), String>;
+    fn clear(&mut self, slot: usize) -> Result<(), String> {
+        self.truncate(slot, 0)
+    }
 }
 
 /// A llama.cpp context of several sequences, each limited to `room` tokens.
@@ -62,6 +79,20 @@ pub struct LlamaSlots<'m> {
     pub session: constrain_llama::Session<'m>,
     /// Tokens each sequence may hold.
     pub room: usize,
+    /// Per slot, the index in its last entry of the first token with logits.
+    pub logits_from: Vec<usize>,
+}
+
+impl<'m> LlamaSlots<'m> {
+    /// Slots of `room` tokens over `session`'s sequences.
+    pub fn new(session: constrain_llama::Session<'m>, room: usize) -> LlamaSlots<'m> {
+        let logits_from = vec![0; session.sequences()];
+        LlamaSlots {
+            session,
+            room,
+            logits_from,
+        }
+    }
 }
 
 impl SlotModel for LlamaSlots<'_> {
@@ -73,26 +104,32 @@ impl SlotModel for LlamaSlots<'_> {
         self.room
     }
 
-    fn decode(&mut self, work: &[(usize, &[u32])]) -> Result<(), String> {
+    fn decode(&mut self, work: &[SlotTokens<'_>]) -> Result<(), String> {
         let entries: Vec<constrain_llama::SequenceTokens<'_>> = work
             .iter()
-            .filter(|(_, tokens)| !tokens.is_empty())
-            .map(|&(seq, tokens)| constrain_llama::SequenceTokens {
-                seq,
-                tokens,
-                logits_from: tokens.len() - 1,
+            .filter(|w| !w.tokens.is_empty())
+            .map(|w| constrain_llama::SequenceTokens {
+                seq: w.slot,
+                tokens: w.tokens,
+                logits_from: w.tokens.len() - w.rows.clamp(1, w.tokens.len()),
             })
             .collect();
+        for entry in &entries {
+            if let Some(from) = self.logits_from.get_mut(entry.seq) {
+                *from = entry.logits_from;
+            }
+        }
         self.session.decode(&entries).map_err(|e| e.to_string())
     }
 
-    fn logits(&self, slot: usize) -> &[f32] {
-        self.session.last_logits_of(slot)
+    fn logits(&self, slot: usize, row: usize) -> &[f32] {
+        let from = self.logits_from.get(slot).copied().unwrap_or(0);
+        self.session.logits_at(slot, from + row)
     }
 
-    fn clear(&mut self, slot: usize) -> Result<(), String> {
+    fn truncate(&mut self, slot: usize, len: usize) -> Result<(), String> {
         self.session
-            .remove_sequence(slot)
+            .truncate_sequence(slot, len)
             .map_err(|e| e.to_string())
     }
 }
@@ -140,8 +177,10 @@ enum Abandon {
 struct Active {
     state: Arc<JobState>,
     seq: Sequence,
-    /// Tokens to evaluate before the next draw (the prompt first).
+    /// Tokens to evaluate before the next draw (the prompt first; a draft last).
     feed: Vec<u32>,
+    /// How many of `feed`'s last tokens need logits.
+    rows: usize,
     /// How many of `feed` are evaluated.
     fed: usize,
     /// Whether `feed` is current (false: ask the sequence).
@@ -316,6 +355,7 @@ impl<M: SlotModel> Scheduler<M> {
                         state,
                         seq,
                         feed: Vec::new(),
+                        rows: 1,
                         fed: 0,
                         has_feed: false,
                     });
@@ -383,13 +423,14 @@ impl<M: SlotModel> Scheduler<M> {
                 continue;
             }
             match guarded(|| active.seq.next_tokens()) {
-                Ok(Next::Evaluate(tokens)) if tokens.is_empty() => {
+                Ok(Next::Evaluate { tokens, .. }) if tokens.is_empty() => {
                     active.state.fail(ApiError::internal(
                         "a sequence had nothing to evaluate (an empty prompt?)",
                     ));
                     self.free(slot, report);
                 }
-                Ok(Next::Evaluate(tokens)) => {
+                Ok(Next::Evaluate { tokens, rows }) => {
+                    active.rows = rows.clamp(1, tokens.len());
                     active.feed = tokens;
                     active.fed = 0;
                     active.has_feed = true;
@@ -410,8 +451,9 @@ impl<M: SlotModel> Scheduler<M> {
         }
     }
 
-    /// Decodes one batch; returns the slots whose tokens are all evaluated, with their logits.
-    fn decode(&mut self, report: &mut StepReport) -> Vec<(usize, Vec<f32>)> {
+    /// Decodes one batch; returns the slots whose tokens are all evaluated, with their logits
+    /// rows.
+    fn decode(&mut self, report: &mut StepReport) -> Vec<(usize, Vec<Vec<f32>>)> {
         // Generating sequences first, whole; then prompts, oldest first, within the chunk.
         let mut order: Vec<usize> = (0..self.slots.len())
             .filter(|&s| self.slots[s].is_some())
@@ -442,10 +484,15 @@ impl<M: SlotModel> Scheduler<M> {
         if spans.is_empty() {
             return Vec::new();
         }
-        let work: Vec<(usize, &[u32])> = spans
+        let work: Vec<SlotTokens<'_>> = spans
             .iter()
             .filter_map(|&(slot, from, to)| {
-                self.slots[slot].as_ref().map(|a| (slot, &a.feed[from..to]))
+                self.slots[slot].as_ref().map(|a| SlotTokens {
+                    slot,
+                    tokens: &a.feed[from..to],
+                    // Rows only where the feed ends (a prompt's chunk before that needs one).
+                    rows: if to == a.feed.len() { a.rows } else { 1 },
+                })
             })
             .collect();
         let tokens: usize = spans.iter().map(|(_, from, to)| to - from).sum();
@@ -478,16 +525,20 @@ impl<M: SlotModel> Scheduler<M> {
                 active.feed.clear();
                 active.fed = 0;
                 active.has_feed = false;
-                ready.push((slot, self.model.logits(slot).to_vec()));
+                let rows = (0..active.rows)
+                    .map(|row| self.model.logits(slot, row).to_vec())
+                    .collect();
+                ready.push((slot, rows));
             }
         }
         ready
     }
 
-    /// Draws the next token of every ready sequence, in parallel, and sends what they made.
-    fn sample(&mut self, mut ready: Vec<(usize, Vec<f32>)>, report: &mut StepReport) {
+    /// Draws the next token of every ready sequence (verifying its draft first), in parallel,
+    /// sends what they made and cuts rejected drafts from the slots.
+    fn sample(&mut self, mut ready: Vec<(usize, Vec<Vec<f32>>)>, report: &mut StepReport) {
         ready.sort_by_key(|(slot, _)| *slot);
-        let mut work: Vec<(usize, &mut Active, Vec<f32>)> = Vec::with_capacity(ready.len());
+        let mut work: Vec<(usize, &mut Active, Vec<Vec<f32>>)> = Vec::with_capacity(ready.len());
         let mut ready = ready.into_iter().peekable();
         for (slot, entry) in self.slots.iter_mut().enumerate() {
             if ready.peek().is_some_and(|(s, _)| *s == slot) {
@@ -496,18 +547,33 @@ impl<M: SlotModel> Scheduler<M> {
                 }
             }
         }
-        let results: Vec<(usize, Result<Option<Event>, ApiError>)> = work
+        type Sampled = Result<(Option<Event>, usize), ApiError>;
+        let results: Vec<(usize, Sampled)> = work
             .par_iter_mut()
-            .map(|(slot, active, logits)| (*slot, guarded(|| active.seq.sample(logits))))
+            .map(|(slot, active, rows)| {
+                let rows: Vec<&[f32]> = rows.iter().map(Vec::as_slice).collect();
+                (*slot, guarded(|| active.seq.sample(&rows)))
+            })
             .collect();
         drop(work);
         for (slot, result) in results {
-            let Some(active) = &self.slots[slot] else {
+            let Some(active) = &mut self.slots[slot] else {
                 continue;
             };
             if let Some(took) = active.seq.stats.last_mask {
                 self.metrics.add_mask(took);
             }
+            let result = result.and_then(|(event, rejected)| {
+                if rejected > 0 {
+                    active.seq.position -= rejected;
+                    self.model
+                        .truncate(slot, active.seq.position)
+                        .map_err(|e| {
+                            ApiError::internal(format!("cutting a rejected draft: {e}"))
+                        })?;
+                }
+                Ok(event)
+            });
             match result {
                 Ok(event) => {
                     report.sampled.push(slot);

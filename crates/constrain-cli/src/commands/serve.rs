@@ -66,6 +66,11 @@ pub struct Args {
     /// Most choices (`n`) in one request.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_n: usize,
+    /// Speculative decoding by prompt lookup for requests that give no `lookup`: drafts of up
+    /// to K tokens (0: off; at most 16), verified so that outputs are distributed as without.
+    #[arg(long, value_name = "K", default_value_t = 0,
+          value_parser = clap::value_parser!(u8).range(0..=16))]
+    pub lookup: u8,
     /// Largest request body in bytes (larger ones get 413).
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
@@ -142,6 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     options.default_max_tokens = args.default_max_tokens.max(1);
     options.max_n = args.max_n.max(1);
     options.max_body_bytes = args.max_body_bytes;
+    options.lookup = usize::from(args.lookup);
     // `--limit max_compile_time=S` overrides --compile-timeout-ms.
     let mut limits = super::limits::from_args(&args.limits)?;
     let timeout_given = args

@@ -43,20 +43,24 @@ fn logits_after(history: &[u32], width: usize) -> Vec<f32> {
 /// A context of independent slots; records every decode.
 struct FakeModel {
     histories: Vec<Vec<u32>>,
-    logits: Vec<Vec<f32>>,
+    /// Per slot, the rows of logits of its entry in the last decode.
+    rows: Vec<Vec<Vec<f32>>>,
     room: usize,
     width: usize,
     decodes: Vec<Vec<(usize, usize)>>,
+    /// The logits after a slot's tokens.
+    logits_of: fn(&[u32], usize) -> Vec<f32>,
 }
 
 impl FakeModel {
     fn new(slots: usize, room: usize, width: usize) -> FakeModel {
         FakeModel {
             histories: vec![Vec::new(); slots],
-            logits: vec![Vec::new(); slots],
+            rows: vec![Vec::new(); slots],
             room,
             width,
             decodes: Vec::new(),
+            logits_of: logits_after,
         }
     }
 }
@@ -70,31 +74,47 @@ impl SlotModel for FakeModel {
         self.room
     }
 
-    fn decode(&mut self, work: &[(usize, &[u32])]) -> Result<(), String> {
+    fn decode(&mut self, work: &[SlotTokens<'_>]) -> Result<(), String> {
         let mut seen = Vec::new();
-        for &(slot, tokens) in work {
-            if seen.contains(&slot) {
-                return Err(format!("slot {slot} twice in one batch"));
+        for w in work {
+            if seen.contains(&w.slot) {
+                return Err(format!("slot {} twice in one batch", w.slot));
             }
-            seen.push(slot);
-            self.histories[slot].extend_from_slice(tokens);
-            if self.histories[slot].len() > self.room {
-                return Err(format!("slot {slot} past its room"));
+            if w.tokens.is_empty() || w.rows == 0 || w.rows > w.tokens.len() {
+                return Err(format!(
+                    "slot {}: {} rows of {:?}",
+                    w.slot, w.rows, w.tokens
+                ));
             }
-            self.logits[slot] = logits_after(&self.histories[slot], self.width);
+            seen.push(w.slot);
+            let history = &mut self.histories[w.slot];
+            history.extend_from_slice(w.tokens);
+            if history.len() > self.room {
+                return Err(format!("slot {} past its room", w.slot));
+            }
+            let first = history.len() - w.rows;
+            self.rows[w.slot] = (first..history.len())
+                .map(|end| (self.logits_of)(&history[..=end], self.width))
+                .collect();
         }
         self.decodes
-            .push(work.iter().map(|&(s, t)| (s, t.len())).collect());
+            .push(work.iter().map(|w| (w.slot, w.tokens.len())).collect());
         Ok(())
     }
 
-    fn logits(&self, slot: usize) -> &[f32] {
-        &self.logits[slot]
+    fn logits(&self, slot: usize, row: usize) -> &[f32] {
+        self.rows[slot].get(row).map_or(&[], Vec::as_slice)
     }
 
-    fn clear(&mut self, slot: usize) -> Result<(), String> {
-        self.histories[slot].clear();
-        self.logits[slot].clear();
+    fn truncate(&mut self, slot: usize, len: usize) -> Result<(), String> {
+        let history = &mut self.histories[slot];
+        if len > history.len() {
+            return Err(format!("slot {slot} holds {}, not {len}", history.len()));
+        }
+        history.truncate(len);
+        if len == 0 {
+            self.rows[slot].clear();
+        }
         Ok(())
     }
 }
@@ -132,6 +152,7 @@ fn job(
             stop: Vec::new(),
             logprobs: None,
             fast_forward: true,
+            lookup: 0,
         },
         constraint: Some(ConstraintKind::Grammar(grammar(&vocabulary))),
         events,
@@ -366,3 +387,5 @@ fn a_job_past_its_deadline_fails_with_504_and_leaves() {
     let (_, failed) = drain(&mut rx);
     assert_eq!(failed.map(|e| e.status.as_u16()), Some(504));
 }
+
+mod lookup;
