@@ -3,7 +3,7 @@
 
 Usage: scripts/server-fault-test.py BINARY [--model PATH] [--requests 300] [--clients 16]
                                      [--max-tokens 32] [--parallel 4] [--warmup 64]
-                                     [--max-rss-growth 10]
+                                     [--max-rss-growth 10] [--threads N] [--lookup K]
 
 Starts `BINARY serve` on a free loopback port, warms it up, reads its resident memory, then runs
 `--clients` threads sending `--requests` requests in all, drawn (with a fixed seed) from: a
@@ -51,8 +51,8 @@ TOOL = {"type": "function", "function": {
 KINDS = ["schema", "new_schema", "stream", "tool", "malformed", "oversized", "bad_key", "disconnect"]
 
 
-def start(binary, model, parallel):
-    return serverproc.start(binary, [
+def start(binary, model, parallel, extra):
+    return serverproc.start(binary, extra + [
         "--parallel", str(parallel), "--ctx-size", "1024", "--max-queue", "64",
         "--max-body-bytes", str(MAX_BODY), "--shutdown-timeout-s", "10",
         # A small grammar cache, full after the warm-up: new schemas then replace old ones, so
@@ -179,8 +179,13 @@ def main():
     p.add_argument("--warmup", type=int, default=8 * len(KINDS),
                    help="requests before memory is first read (caches and pools fill)")
     p.add_argument("--max-rss-growth", type=float, default=10.0, help="percent")
+    p.add_argument("--threads", type=int,
+                   help="the model's threads (fewer than the cores: masks fill during decodes)")
+    p.add_argument("--lookup", type=int, default=0,
+                   help="every request drafts by prompt lookup (the server's --lookup)")
     a = p.parse_args()
-    server = start(a.binary, a.model, a.parallel)
+    extra = (["--threads", str(a.threads)] if a.threads else []) + ["--lookup", str(a.lookup)]
+    server = start(a.binary, a.model, a.parallel, extra)
     process, base, log = server.process, server.base, server.log
     problems = []
     try:

@@ -51,7 +51,7 @@ fn settings() -> Result<Settings> {
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
-    if s.rows.iter().any(|&r| r == 0) || s.steps == 0 {
+    if s.rows.contains(&0) || s.steps == 0 {
         return Err("--rows and --steps must be positive".into());
     }
     Ok(s)

@@ -115,6 +115,12 @@ impl<'m> Session<'m> {
         self.model
     }
 
+    /// Whether a core is left over beside the model's threads, so that masks computed while
+    /// the model evaluates take no time from it.
+    pub fn has_spare_core(&self) -> bool {
+        self.overlap_masks
+    }
+
     /// Tokens the context holds.
     pub fn ctx_size(&self) -> u32 {
         self.ctx_size

@@ -13,9 +13,10 @@
 //! tokens a sequence needs evaluated next (forced tokens are consumed there),
 //! [`Sequence::sample`] takes the logits that follow them.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use constrain::{CompiledGrammar, DraftLength, Matcher, Trigger, TriggeredMatcher};
@@ -155,6 +156,10 @@ pub struct Engine {
     queue: SyncSender<Job>,
     metrics: Arc<Metrics>,
     max_queue: usize,
+    /// Asks the scheduler to end its work and return.
+    stop: Arc<AtomicBool>,
+    /// The scheduler's thread, joined by [`Engine::stop`].
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Engine {
@@ -175,7 +180,9 @@ impl Engine {
         };
         let scheduler_options = options.scheduler.clone();
         let thread_metrics = metrics.clone();
-        std::thread::Builder::new()
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        let thread = std::thread::Builder::new()
             .name("constrain-scheduler".into())
             .spawn(move || {
                 let session = match Session::new(model, &session_options) {
@@ -196,7 +203,7 @@ impl Engine {
                     scheduler_options,
                     thread_metrics,
                 )
-                .run(jobs);
+                .run(jobs, &thread_stop);
             })?;
         match ready_rx.recv() {
             Ok(Ok(())) => {}
@@ -209,7 +216,22 @@ impl Engine {
             queue,
             metrics,
             max_queue: options.max_queue,
+            stop,
+            thread: Mutex::new(Some(thread)),
         })
+    }
+
+    /// Stops the scheduler after its current step (what still runs fails with 503) and waits
+    /// for its thread, so that the llama.cpp context is freed before the process exits: a
+    /// decode running while the process tears down llama.cpp's globals would crash it.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread {
+            if thread.join().is_err() {
+                eprintln!("constrain serve: the scheduler thread panicked");
+            }
+        }
     }
 
     /// Queues `job`; 429 at once when the queue is full.
@@ -350,6 +372,9 @@ pub struct Sequence {
     draw_after_draft: bool,
     /// How long the next draft may be (`lookup`, shortened after rejections).
     draft_length: DraftLength,
+    /// `Some(constrained)` when `mask` was filled for the next draw already, while the model
+    /// evaluated ([`Sequence::prefill_mask`]).
+    prefilled: Option<bool>,
     output: Vec<u8>,
     /// Bytes of `output` already sent.
     sent: usize,
@@ -412,6 +437,7 @@ impl Sequence {
             draft: Vec::new(),
             draw_after_draft: true,
             draft_length: DraftLength::new(job.params.lookup),
+            prefilled: None,
             output: Vec::new(),
             sent: 0,
             generated: 0,
@@ -555,6 +581,7 @@ impl Sequence {
                 break;
             }
         }
+        self.prefilled = None;
         // Accepted drafted tokens are in the cache already; only a drawn token is pending.
         self.pending.drain(..accepted.min(self.pending.len()));
         self.stats.drafted += draft.len();
@@ -563,15 +590,36 @@ impl Sequence {
         Ok((self.delta(), draft.len() - accepted))
     }
 
+    /// Fills the mask of the next draw ahead of [`Sequence::sample`], while the model evaluates
+    /// this sequence's tokens: the mask depends only on the tokens accepted so far, not on the
+    /// logits. Only for a sequence that drafted nothing (a draft's rows need masks of states
+    /// after it). A failure is left for `sample` to meet again and report.
+    pub fn prefill_mask(&mut self) {
+        if !self.draft.is_empty() {
+            return;
+        }
+        let t = Instant::now();
+        if let Ok(masked) = self.constraint.fill_mask(&mut self.mask) {
+            self.stats.last_mask = masked.then(|| t.elapsed());
+            self.prefilled = Some(masked);
+        }
+    }
+
     /// One token from `logits` under the mask of the current state: `drafted` when the
     /// verification keeps it, else a draw (the replacement of a rejected draft).
     fn draw(&mut self, logits: &[f32], drafted: Option<u32>) -> Result<u32, ApiError> {
-        let t = Instant::now();
-        let masked = self
-            .constraint
-            .fill_mask(&mut self.mask)
-            .map_err(match_error)?;
-        self.stats.last_mask = masked.then(|| t.elapsed());
+        let masked = match self.prefilled.take() {
+            Some(masked) => masked,
+            None => {
+                let t = Instant::now();
+                let masked = self
+                    .constraint
+                    .fill_mask(&mut self.mask)
+                    .map_err(match_error)?;
+                self.stats.last_mask = masked.then(|| t.elapsed());
+                masked
+            }
+        };
         let mask = masked.then_some(self.mask.as_slice());
         let sampling =
             |e: constrain_sampling::SamplingError| ApiError::internal(format!("sampling: {e}"));

@@ -273,7 +273,8 @@ pub fn serve(options: ServerOptions) -> anyhow::Result<()> {
         .parse()
         .map_err(|e| anyhow::anyhow!("--host {} --port {}: {e}", options.host, options.port))?;
     let state = Arc::new(AppState::new(options)?);
-    runtime.block_on(async move {
+    let engine_owner = state.clone();
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| anyhow::anyhow!("listening on {addr}: {e}"))?;
@@ -305,7 +306,10 @@ pub fn serve(options: ServerOptions) -> anyhow::Result<()> {
             () = expired => eprintln!("constrain serve: shutdown deadline reached; cancelling what is left"),
         }
         Ok(())
-    })
+    });
+    // The scheduler ends its step and frees the context before the process exits.
+    engine_owner.engine.stop();
+    served
 }
 
 async fn shutdown_signal() {

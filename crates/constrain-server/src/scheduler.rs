@@ -13,7 +13,10 @@
 //!    a sequence that is complete sends its end and leaves;
 //! 4. decodes one batch: every generating sequence's pending tokens, plus at most
 //!    `prompt_chunk` tokens of prompts being read (oldest first), so a long prompt never
-//!    stalls the sequences already generating;
+//!    stalls the sequences already generating; where the model leaves a core free
+//!    ([`SlotModel::has_spare_core`]), the masks of the sequences that will draw after it are
+//!    filled on rayon's threads meanwhile (a mask depends on the accepted tokens, not on the
+//!    logits);
 //! 5. copies the logits rows of every sequence whose tokens are all evaluated, then samples
 //!    all of them at once on rayon's threads (masks included): the model side need not be
 //!    `Sync`. A sequence that drafted (prompt lookup) gets a row per drafted position, verifies
@@ -29,7 +32,7 @@
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -51,6 +54,9 @@ pub struct SlotTokens<'a> {
     pub rows: usize,
 }
 
+/// How often an idle scheduler looks whether it should stop.
+const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The model side of the scheduler: a context of `slots()` independent sequences.
 ///
 /// Implemented for llama.cpp's [`constrain_llama::Session`] by [`LlamaSlots`], and in the
@@ -67,6 +73,11 @@ pub trait SlotModel {
     fn logits(&self, slot: usize, row: usize) -> &[f32];
     /// Cuts `slot` back to its first `len` tokens (a rejected draft's tail).
     fn truncate(&mut self, slot: usize, len: usize) -> Result<(), String>;
+    /// Whether a core is free while [`SlotModel::decode`] runs: the scheduler then fills the
+    /// next masks of the sequences in the decode meanwhile.
+    fn has_spare_core(&self) -> bool {
+        false
+    }
     /// Empties `slot`.
     fn clear(&mut self, slot: usize) -> Result<(), String> {
         self.truncate(slot, 0)
@@ -131,6 +142,10 @@ impl SlotModel for LlamaSlots<'_> {
         self.session
             .truncate_sequence(slot, len)
             .map_err(|e| e.to_string())
+    }
+
+    fn has_spare_core(&self) -> bool {
+        self.session.has_spare_core()
     }
 }
 
@@ -198,6 +213,8 @@ pub struct StepReport {
     pub freed: Vec<usize>,
     /// Slots that took a new sequence in this step.
     pub admitted: Vec<usize>,
+    /// Slots whose next mask was filled while the model evaluated.
+    pub prefilled: Vec<usize>,
 }
 
 /// How the scheduler batches.
@@ -285,9 +302,13 @@ impl<M: SlotModel> Scheduler<M> {
     }
 
     /// Runs until `jobs` closes and the last sequence is done.
-    pub fn run(mut self, jobs: Receiver<Job>) {
+    pub fn run(mut self, jobs: Receiver<Job>, stop: &AtomicBool) {
         let mut open = true;
         loop {
+            if stop.load(Ordering::Relaxed) {
+                self.abandon_all(&jobs);
+                return;
+            }
             while open && self.wants_jobs() {
                 match jobs.try_recv() {
                     Ok(job) => {
@@ -302,12 +323,14 @@ impl<M: SlotModel> Scheduler<M> {
                 if !open {
                     return;
                 }
-                match jobs.recv() {
+                // Idle: wait for a job, looking at `stop` now and then.
+                match jobs.recv_timeout(IDLE_POLL) {
                     Ok(job) => {
                         self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
                         self.push(job);
                     }
-                    Err(_) => return,
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
                 }
                 continue;
             }
@@ -372,6 +395,29 @@ impl<M: SlotModel> Scheduler<M> {
     }
 
     /// Frees the slots of sequences nobody waits for.
+    /// Ends every job, running, waiting or still in the queue, with 503: the server stops.
+    fn abandon_all(&mut self, jobs: &Receiver<Job>) {
+        let error = ApiError::unavailable("the server is shutting down");
+        while let Ok(job) = jobs.try_recv() {
+            self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
+            self.push(job);
+        }
+        let mut report = StepReport::default();
+        for slot in 0..self.slots.len() {
+            if let Some(active) = &self.slots[slot] {
+                active.state.fail(error.clone());
+            }
+            self.free(slot, &mut report);
+        }
+        for (state, next) in std::mem::take(&mut self.waiting) {
+            state.fail(error.clone());
+            for _ in next..state.job.n {
+                self.sequence_ended(&state);
+            }
+        }
+        self.metrics.busy_slots.store(0, Ordering::Relaxed);
+    }
+
     fn drop_abandoned(&mut self, report: &mut StepReport) {
         let now = Instant::now();
         for slot in 0..self.slots.len() {
@@ -484,20 +530,59 @@ impl<M: SlotModel> Scheduler<M> {
         if spans.is_empty() {
             return Vec::new();
         }
-        let work: Vec<SlotTokens<'_>> = spans
+        // (slot, tokens, rows); rows only where the feed ends (a prompt's chunk before that
+        // needs one).
+        let feeds: Vec<(usize, Vec<u32>, usize)> = spans
             .iter()
             .filter_map(|&(slot, from, to)| {
-                self.slots[slot].as_ref().map(|a| SlotTokens {
-                    slot,
-                    tokens: &a.feed[from..to],
-                    // Rows only where the feed ends (a prompt's chunk before that needs one).
-                    rows: if to == a.feed.len() { a.rows } else { 1 },
-                })
+                let a = self.slots[slot].as_ref()?;
+                let rows = if to == a.feed.len() { a.rows } else { 1 };
+                Some((slot, a.feed[from..to].to_vec(), rows))
             })
             .collect();
+        let work: Vec<SlotTokens<'_>> = feeds
+            .iter()
+            .map(|(slot, tokens, rows)| SlotTokens {
+                slot: *slot,
+                tokens,
+                rows: *rows,
+            })
+            .collect();
+        // Sequences that draw from a single row after this decode: their masks can be filled
+        // while it runs, where a core is free for them.
+        let mut prefill = vec![false; self.slots.len()];
+        if self.model.has_spare_core() {
+            for &(slot, _, to) in &spans {
+                if let Some(a) = &self.slots[slot] {
+                    prefill[slot] = to == a.feed.len() && a.rows == 1;
+                }
+            }
+        }
+        report.prefilled = (0..prefill.len()).filter(|&s| prefill[s]).collect();
         let tokens: usize = spans.iter().map(|(_, from, to)| to - from).sum();
         let t = Instant::now();
-        let result = self.model.decode(&work);
+        let result = if prefill.contains(&true) {
+            let (model, slots) = (&mut self.model, &mut self.slots);
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    slots
+                        .par_iter_mut()
+                        .zip(&prefill)
+                        .filter(|(_, wanted)| **wanted)
+                        .for_each(|(active, _)| {
+                            if let Some(active) = active {
+                                // A panic here is met again, and reported, by the draw.
+                                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                                    active.seq.prefill_mask();
+                                }));
+                            }
+                        });
+                });
+                model.decode(&work)
+            })
+        } else {
+            self.model.decode(&work)
+        };
         self.metrics.add_eval(t.elapsed());
         self.metrics.add_step(spans.len(), tokens);
         if let Err(e) = result {

@@ -50,6 +50,8 @@ struct FakeModel {
     decodes: Vec<Vec<(usize, usize)>>,
     /// The logits after a slot's tokens.
     logits_of: fn(&[u32], usize) -> Vec<f32>,
+    /// Whether the scheduler may fill masks while `decode` runs.
+    spare_core: bool,
 }
 
 impl FakeModel {
@@ -61,6 +63,7 @@ impl FakeModel {
             width,
             decodes: Vec::new(),
             logits_of: logits_after,
+            spare_core: false,
         }
     }
 }
@@ -104,6 +107,10 @@ impl SlotModel for FakeModel {
 
     fn logits(&self, slot: usize, row: usize) -> &[f32] {
         self.rows[slot].get(row).map_or(&[], Vec::as_slice)
+    }
+
+    fn has_spare_core(&self) -> bool {
+        self.spare_core
     }
 
     fn truncate(&mut self, slot: usize, len: usize) -> Result<(), String> {

@@ -21,6 +21,13 @@ fn scripted_scheduler(slots: usize) -> Scheduler<FakeModel> {
     s
 }
 
+/// Jobs of every kind: drafting or not, constrained or not.
+fn mixed_jobs() -> Vec<(Job, UnboundedReceiver<Event>)> {
+    (0..5)
+        .map(|lead| lookup_job(lead, 4 * (lead % 2), 1.0, lead != 3))
+        .collect()
+}
+
 /// A job whose prompt is `lead` tokens and then the script; greedy unless `temperature`.
 fn lookup_job(
     lead: usize,
@@ -41,16 +48,24 @@ fn lookup_job(
 /// Runs the jobs side by side (one slot each), checking after every step that each slot holds
 /// exactly the tokens its sequence has evaluated; returns each job's one output.
 fn run_checked(slots: usize, jobs: Vec<(Job, UnboundedReceiver<Event>)>) -> Vec<Done> {
-    let mut s = scripted_scheduler(slots);
+    run_with(scripted_scheduler(slots), jobs).0
+}
+
+/// [`run_checked`] on a given scheduler; also returns how many masks were filled while the
+/// model evaluated.
+fn run_with(
+    mut s: Scheduler<FakeModel>,
+    jobs: Vec<(Job, UnboundedReceiver<Event>)>,
+) -> (Vec<Done>, usize) {
     let mut receivers = Vec::new();
     for (job, rx) in jobs {
         s.push(job);
         receivers.push(rx);
     }
-    let mut steps = 0;
+    let (mut steps, mut prefilled) = (0, 0);
     while !s.is_idle() {
         assert!(steps < 2000, "not idle after {steps} steps");
-        s.step();
+        prefilled += s.step().prefilled.len();
         steps += 1;
         for (slot, active) in s.slots.iter().enumerate() {
             if let Some(active) = active {
@@ -62,14 +77,15 @@ fn run_checked(slots: usize, jobs: Vec<(Job, UnboundedReceiver<Event>)>) -> Vec<
             }
         }
     }
-    receivers
+    let done = receivers
         .iter_mut()
         .map(|rx| {
             let (mut done, failed) = drain(rx);
             assert!(failed.is_none(), "{failed:?}");
             done.remove(&0).expect("the sequence finished")
         })
-        .collect()
+        .collect();
+    (done, prefilled)
 }
 
 #[test]
@@ -104,20 +120,30 @@ fn greedy_output_with_lookup_is_plain_decodings_token_for_token() {
 
 #[test]
 fn a_drafting_sequence_batched_with_others_generates_as_alone() {
-    let jobs = || {
-        (0..5)
-            .map(|lead| lookup_job(lead, 4 * (lead % 2), 1.0, lead != 3))
-            .collect::<Vec<_>>()
-    };
-    let alone: Vec<Done> = jobs()
+    let alone: Vec<Done> = mixed_jobs()
         .into_iter()
         .map(|job| run_checked(1, vec![job]).remove(0))
         .collect();
-    let batched = run_checked(3, jobs());
+    let batched = run_checked(3, mixed_jobs());
     for (a, b) in alone.iter().zip(&batched) {
         assert_eq!(a.text, b.text);
         assert_eq!(a.drafted, b.drafted);
         assert_eq!(a.accepted_drafts, b.accepted_drafts);
     }
     assert!(batched.iter().any(|d| d.drafted > 0));
+}
+
+#[test]
+fn masks_filled_while_the_model_evaluates_change_no_output() {
+    let (serial, none) = run_with(scripted_scheduler(3), mixed_jobs());
+    let mut s = scripted_scheduler(3);
+    s.model.spare_core = true;
+    let (overlapped, prefilled) = run_with(s, mixed_jobs());
+    assert_eq!(none, 0);
+    assert!(prefilled > 0);
+    for (a, b) in serial.iter().zip(&overlapped) {
+        assert_eq!(a.text, b.text);
+        assert_eq!(a.accepted_drafts, b.accepted_drafts);
+    }
+    assert!(overlapped.iter().any(|d| d.drafted > 0));
 }
