@@ -509,9 +509,9 @@ impl Sequence {
 
     /// Sets `draft` to the prompt lookup's continuation of up to `max_len` tokens (fewer, or
     /// none, after rejected drafts: [`DraftLength`]), cut where plain decoding would not draw
-    /// them (see [`constrain::grammar_prefix`]). Tool-call
-    /// sequences (free text before a trigger) and sequences with nothing pending (whose first
-    /// verifying row would be another decode's) draft nothing.
+    /// them (see [`constrain::grammar_prefix`]). Tool-call sequences (free text before a
+    /// trigger) and sequences with nothing pending (whose first verifying row would be another
+    /// decode's) draft nothing.
     fn draft_next(&mut self, max_len: usize) -> Result<(), ApiError> {
         self.draft.clear();
         self.draw_after_draft = true;
