@@ -592,12 +592,9 @@ impl Sequence {
 
     /// Fills the mask of the next draw ahead of [`Sequence::sample`], while the model evaluates
     /// this sequence's tokens: the mask depends only on the tokens accepted so far, not on the
-    /// logits. Only for a sequence that drafted nothing (a draft's rows need masks of states
-    /// after it). A failure is left for `sample` to meet again and report.
+    /// logits. It serves the first row only (a draft's later rows need masks of the states
+    /// after its tokens). A failure is left for `sample` to meet again and report.
     pub fn prefill_mask(&mut self) {
-        if !self.draft.is_empty() {
-            return;
-        }
         let t = Instant::now();
         if let Ok(masked) = self.constraint.fill_mask(&mut self.mask) {
             self.stats.last_mask = masked.then(|| t.elapsed());

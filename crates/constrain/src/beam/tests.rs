@@ -148,20 +148,7 @@ fn the_length_penalty_ranks_complete_outputs_by_score_over_length() {
 
 /// Pseudo-random logits that depend on the whole sequence.
 fn hashed_logits(width: usize) -> impl Fn(&[u32]) -> Vec<f32> {
-    move |seq: &[u32]| {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for &t in seq {
-            state = (state ^ u64::from(t)).wrapping_mul(0x1000_0000_01b3);
-        }
-        (0..width)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state % 10_000) as f32 / 1_000.0
-            })
-            .collect()
-    }
+    move |seq: &[u32]| constrain_testdata::hashed_logits(seq, 0, width)
 }
 
 fn person() -> (serde_json::Value, Arc<crate::CompiledGrammar>, usize) {
