@@ -10,5 +10,4 @@
 
 pub mod funnel;
 pub mod maskbench;
-pub mod schema_resources;
 pub mod test_cases;

@@ -50,7 +50,7 @@ fn check(
 
 fn check_gbnf(file: &str, prompt: &str) {
     let text = std::fs::read_to_string(workspace().join("grammars").join(file)).unwrap();
-    let grammar = constrain_gbnf::parse(&text).unwrap();
+    let grammar = constrain::Constraint::Gbnf(text).grammar().unwrap();
     let arg = format!("grammars/{file}");
     check(file, &["--grammar", &arg], prompt, &|out| {
         grammar_accepts(&grammar, out)

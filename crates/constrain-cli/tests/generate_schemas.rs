@@ -125,7 +125,7 @@ fn every_schema_has_a_test_and_valid_examples() {
         let schema = read_schema(file);
         let validator = validator(&schema);
         for example in schema["examples"].as_array().unwrap() {
-            let text = constrain_jsonschema::Separators::python().write(example);
+            let text = constrain::Separators::python().write(example);
             assert_eq!(
                 json_validates(&validator, text.as_bytes()),
                 Ok(()),

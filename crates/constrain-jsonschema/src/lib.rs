@@ -181,14 +181,19 @@ pub fn compile_str_with_limits(
     options: &Options,
     limits: &Limits,
 ) -> Result<Compiled, SchemaError> {
-    limits.check_source_len(schema_json.len())?;
-    let schema: serde_json::Value =
-        serde_json::from_str(schema_json).map_err(|e| SchemaError::Json {
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
-        })?;
+    let schema = parse_str(schema_json, limits)?;
     compile_with_limits(&schema, options, limits)
+}
+
+/// A schema's JSON text parsed within `limits`: its size ([`Limits::max_source_bytes`]) is
+/// checked before it is read, and a syntax error names its line and column.
+pub fn parse_str(schema_json: &str, limits: &Limits) -> Result<serde_json::Value, SchemaError> {
+    limits.check_source_len(schema_json.len())?;
+    serde_json::from_str(schema_json).map_err(|e| SchemaError::Json {
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
 }
 
 /// What a [`SchemaError::TooComplex`] calls [`Limits::max_schema_depth`].

@@ -5,14 +5,13 @@
 //! schema compiles.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use constrain_engine::{CompiledGrammar, Grammar, Limits};
+use constrain::{CompileOptions, CompiledGrammar, Constraint};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use crate::errors::{gbnf_error, grammar_error, schema_error};
+use crate::errors::constrain_error;
 use crate::options::{limits_from_kwargs, options_from_kwargs, schema_value};
 use crate::vocabulary::PyVocabulary;
 
@@ -54,19 +53,21 @@ impl PyCompiledGrammar {
     }
 }
 
-/// Compiles `grammar` for `vocabulary` with the GIL released.
-fn compile_grammar(
+/// Compiles `constraint` for `vocabulary` with the GIL released: the one path every compile
+/// function takes.
+fn compile_constraint(
     py: Python<'_>,
-    grammar: Grammar,
+    constraint: Constraint,
     vocabulary: &PyVocabulary,
-    warnings: Vec<String>,
-    limits: Limits,
+    options: CompileOptions,
 ) -> PyResult<PyCompiledGrammar> {
     let index = vocabulary.index.clone();
-    let compiled = py.detach(move || CompiledGrammar::new(&grammar, index, limits));
-    match compiled {
-        Ok(inner) => Ok(PyCompiledGrammar { inner, warnings }),
-        Err(e) => Err(grammar_error(py, &e)),
+    match py.detach(move || constraint.compile_for(index, &options)) {
+        Ok(compiled) => Ok(PyCompiledGrammar {
+            inner: compiled.grammar,
+            warnings: compiled.warnings,
+        }),
+        Err(e) => Err(constrain_error(py, &e)),
     }
 }
 
@@ -81,24 +82,24 @@ pub fn compile_json_schema(
     vocabulary: PyRef<'_, PyVocabulary>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
-    let (options, limits) = options_from_kwargs(options)?;
-    let started = Instant::now();
-    let compiled = if let Ok(text) = schema.cast::<PyString>() {
+    let (schema_options, limits) = options_from_kwargs(options)?;
+    let value = if let Ok(text) = schema.cast::<PyString>() {
         let text = text.to_cow()?.into_owned();
-        py.detach(|| constrain_jsonschema::compile_str_with_limits(&text, &options, &limits))
+        py.detach(|| constrain::parse_schema(&text, &limits))
+            .map_err(|e| constrain_error(py, &e))?
     } else {
         check_value_depth(schema, limits.max_schema_depth)?;
-        let value = schema_value(schema).map_err(|e| {
+        schema_value(schema).map_err(|e| {
             PyTypeError::new_err(format!(
                 "schema must be JSON text or a JSON-like value: {e}"
             ))
-        })?;
-        py.detach(|| constrain_jsonschema::compile_with_limits(&value, &options, &limits))
+        })?
     };
-    let compiled = compiled.map_err(|e| schema_error(py, &e))?;
-    let warnings = compiled.warnings.iter().map(|w| w.to_string()).collect();
-    let limits = limits.after(started.elapsed());
-    compile_grammar(py, compiled.grammar, &vocabulary, warnings, limits)
+    let options = CompileOptions {
+        schema: schema_options,
+        limits,
+    };
+    compile_constraint(py, Constraint::JsonSchema(value), &vocabulary, options)
 }
 
 /// Compiles a grammar of every JSON value (with the same layout options as
@@ -110,11 +111,9 @@ pub fn compile_any_json(
     vocabulary: PyRef<'_, PyVocabulary>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
-    let (options, limits) = options_from_kwargs(options)?;
-    let compiled = py
-        .detach(|| constrain_jsonschema::compile(&serde_json::Value::Bool(true), &options))
-        .map_err(|e| schema_error(py, &e))?;
-    compile_grammar(py, compiled.grammar, &vocabulary, Vec::new(), limits)
+    let (schema, limits) = options_from_kwargs(options)?;
+    let any = Constraint::JsonSchema(serde_json::Value::Bool(true));
+    compile_constraint(py, any, &vocabulary, CompileOptions { schema, limits })
 }
 
 /// Compiles a regular expression (Rust ``regex`` syntax) that the whole output must match.
@@ -127,12 +126,9 @@ pub fn compile_regex(
     vocabulary: PyRef<'_, PyVocabulary>,
     limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
-    let limits = limits_from_kwargs(limits, &[])?;
-    limits
-        .check_source_len(pattern.len())
-        .map_err(|e| grammar_error(py, &e))?;
-    let grammar = Grammar::from_regex(pattern).map_err(|e| grammar_error(py, &e))?;
-    compile_grammar(py, grammar, &vocabulary, Vec::new(), limits)
+    let options = CompileOptions::with_limits(limits_from_kwargs(limits, &[])?);
+    let regex = Constraint::Regex(pattern.to_string());
+    compile_constraint(py, regex, &vocabulary, options)
 }
 
 /// Compiles a GBNF grammar (llama.cpp's format); ``root`` names the start rule. Other keyword
@@ -146,12 +142,9 @@ pub fn compile_gbnf(
     root: &str,
     limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
-    let limits = limits_from_kwargs(limits, &[])?;
-    limits
-        .check_source_len(text.len())
-        .map_err(|e| grammar_error(py, &e))?;
-    let grammar = constrain_gbnf::parse_with_root(text, root).map_err(|e| gbnf_error(py, &e))?;
-    compile_grammar(py, grammar, &vocabulary, Vec::new(), limits)
+    let options = CompileOptions::with_limits(limits_from_kwargs(limits, &[])?);
+    let gbnf = Constraint::GbnfWithRoot(text.to_string(), root.to_string());
+    compile_constraint(py, gbnf, &vocabulary, options)
 }
 
 /// A `ValueError` when a schema given as Python values nests lists and dicts deeper than

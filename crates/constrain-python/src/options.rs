@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use constrain_engine::Limits;
-use constrain_jsonschema::{
-    AdditionalProperties, Escapes, Options, PropertyOrder, Separators, Whitespace,
+use constrain::{
+    AdditionalProperties, Escapes, PropertyOrder, SchemaOptions as Options, Separators,
+    Whitespace,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

@@ -88,6 +88,75 @@ impl SamplerConfig {
         }
     }
 
+    /// The settings [`SamplerConfig::set`] takes by name: the names the command line's flags,
+    /// the server's request fields and the Python keyword arguments use.
+    pub const NAMES: [&'static str; 8] = [
+        "temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "typical_p",
+        "repeat_penalty",
+        "frequency_penalty",
+        "presence_penalty",
+    ];
+
+    /// Sets the setting called `name` (one of [`SamplerConfig::NAMES`]; `repetition_penalty`
+    /// is also understood) to `value`, checked against its range: the one mapping from a
+    /// surface's settings to the funnel, with one set of error messages.
+    ///
+    /// ```
+    /// use constrain_sampling::SamplerConfig;
+    /// let mut config = SamplerConfig::default();
+    /// config.set("temperature", 0.7)?;
+    /// config.set("top_k", 40.0)?;
+    /// assert_eq!(config.top_k, 40);
+    /// let err = config.set("top_p", 1.5).unwrap_err();
+    /// assert!(err.to_string().contains("top_p"));
+    /// assert!(config.set("top_q", 0.5).is_err());
+    /// # Ok::<(), constrain_sampling::SamplingError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`SamplingError::InvalidSetting`] naming the setting when the value is out of range or
+    /// the name unknown; the configuration is then unchanged.
+    pub fn set(&mut self, name: &str, value: f64) -> Result<(), SamplingError> {
+        let mut next = self.clone();
+        let as_f32 = value as f32;
+        match name {
+            "temperature" => next.temperature = as_f32,
+            "top_k" => {
+                if !(value >= 0.0 && value.fract() == 0.0 && value <= usize::MAX as f64) {
+                    return Err(SamplingError::InvalidSetting {
+                        setting: "top_k",
+                        value: value.to_string(),
+                        expected: "a whole number >= 0 (0 = off)",
+                    });
+                }
+                next.top_k = value as usize;
+            }
+            "top_p" => next.top_p = as_f32,
+            "min_p" => next.min_p = as_f32,
+            "typical_p" => next.typical_p = as_f32,
+            "repeat_penalty" | "repetition_penalty" => next.repetition_penalty = as_f32,
+            "frequency_penalty" => next.frequency_penalty = as_f32,
+            "presence_penalty" => next.presence_penalty = as_f32,
+            _ => {
+                return Err(SamplingError::InvalidSetting {
+                    setting: "name",
+                    value: name.to_string(),
+                    expected: "one of temperature, top_k, top_p, min_p, typical_p, \
+                               repeat_penalty, frequency_penalty, presence_penalty",
+                })
+            }
+        }
+        // A value that no f32 holds (1e39 becomes infinite) fails the range check here.
+        next.validate()?;
+        *self = next;
+        Ok(())
+    }
+
     /// Checks every setting against its range.
     ///
     /// # Errors
@@ -163,6 +232,46 @@ fn check_unit(setting: &'static str, value: f32) -> Result<(), SamplingError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_are_set_by_name_with_one_check() {
+        let mut config = SamplerConfig::default();
+        for name in SamplerConfig::NAMES {
+            let value = if name == "top_k" { 3.0 } else { 0.5 };
+            config.set(name, value).unwrap();
+        }
+        assert_eq!(config.top_k, 3);
+        assert_eq!(config.repetition_penalty, 0.5);
+        config.set("repetition_penalty", 1.25).unwrap();
+        assert_eq!(config.repetition_penalty, 1.25);
+        for (name, value) in [
+            ("temperature", -1.0),
+            ("temperature", 1e39),
+            ("top_k", 2.5),
+            ("top_k", -1.0),
+            ("top_p", 2.0),
+            ("repeat_penalty", 0.0),
+            ("presence_penalty", f64::NAN),
+        ] {
+            let before = config.clone();
+            match config.set(name, value) {
+                Err(SamplingError::InvalidSetting { setting, .. }) => {
+                    let expected = if name == "repeat_penalty" {
+                        "repetition_penalty"
+                    } else {
+                        name
+                    };
+                    assert_eq!(setting, expected, "{name} = {value}");
+                }
+                other => panic!("{name} = {value}: {other:?}"),
+            }
+            assert_eq!(
+                config, before,
+                "a refused setting leaves the rest as it was"
+            );
+        }
+        assert!(config.set("top_q", 0.5).is_err());
+    }
 
     #[test]
     fn defaults_are_valid_and_out_of_range_settings_are_named() {

@@ -1,17 +1,17 @@
-//! From a request's constraint to a compiled grammar: building it (schemas, regexes, GBNF, tool
-//! calls, and their combinations), bounding its compile time, and caching it by its text.
+//! From a request's constraint to a compiled grammar: the request-level description
+//! ([`Spec`]: which field asked, which tool-call schema), its facade [`Constraint`], and the
+//! facade's cache with errors turned into OpenAI error objects.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use constrain::{CompiledGrammar, Expr, Grammar, GrammarBuilder, Limits, TokenIndex};
-use constrain_engine::RuleId;
-use parking_lot::Mutex;
-use serde_json::{json, Value};
+use constrain::{
+    Compilation, CompileOptions, Constraint, GrammarCache as Cache, Limits, SchemaOptions,
+    TokenIndex, ToolCallFormat,
+};
+use serde_json::Value;
 
 use crate::error::{constraint_error, ApiError};
-use crate::tools::{CALL_CLOSE, CALL_OPEN, CALL_SEPARATOR};
 
 /// What the output must follow, before compilation. Its [`Spec::key`] is the cache key.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,26 +44,30 @@ pub enum Spec {
 }
 
 impl Spec {
-    /// The text that identifies the grammar (the cache key).
-    pub fn key(&self) -> String {
-        self.describe().to_string()
-    }
-
-    fn describe(&self) -> Value {
+    /// The facade's constraint: leaves as they are, tool calls in the Hermes format the
+    /// server's prompts describe.
+    pub fn constraint(&self) -> Constraint {
+        let format = ToolCallFormat::hermes();
+        let call = |schema: &Value| Constraint::JsonSchema(schema.clone());
         match self {
-            Spec::JsonSchema(s) => json!({"json_schema": s}),
-            Spec::Regex(r) => json!({"regex": r}),
-            Spec::Gbnf(g) => json!({"gbnf": g}),
+            Spec::JsonSchema(schema) => call(schema),
+            Spec::Regex(pattern) => Constraint::Regex(pattern.clone()),
+            Spec::Gbnf(text) => Constraint::Gbnf(text.clone()),
             Spec::ToolCalls {
                 call_schema,
                 parallel,
                 or,
-            } => json!({"tool_calls": call_schema, "parallel": parallel,
-                        "or": or.as_ref().map(|o| o.describe())}),
+            } => {
+                let calls = format.calls(call(call_schema), *parallel);
+                match or {
+                    Some(alternative) => Constraint::AnyOf(vec![calls, alternative.constraint()]),
+                    None => calls,
+                }
+            }
             Spec::AfterCallOpen {
                 call_schema,
                 parallel,
-            } => json!({"after_call_open": call_schema, "parallel": parallel}),
+            } => format.after_open(call(call_schema), *parallel),
         }
     }
 
@@ -73,271 +77,71 @@ impl Spec {
             Spec::JsonSchema(_) => "response_format",
             Spec::Regex(_) => "regex",
             Spec::Gbnf(_) => "grammar",
-            Spec::ToolCalls { or: Some(_), .. } => "tools",
             Spec::ToolCalls { .. } | Spec::AfterCallOpen { .. } => "tools",
         }
     }
+
+    /// An OpenAI error object for `err`, naming the field (and, inside a tool call's
+    /// parameters, the function and the pointer there).
+    fn error(&self, err: &constrain::Error) -> ApiError {
+        match self {
+            Spec::ToolCalls { call_schema, .. } | Spec::AfterCallOpen { call_schema, .. } => {
+                crate::tools::parameters_error(call_schema, err)
+                    .unwrap_or_else(|| constraint_error(self.param(), err))
+            }
+            _ => constraint_error(self.param(), err),
+        }
+    }
 }
 
-/// A compiled constraint with what the compiler noted about it.
-#[derive(Debug)]
-pub struct Compiled {
-    /// The grammar, bound to the model's vocabulary.
-    pub grammar: Arc<CompiledGrammar>,
-    /// Keywords accepted but not enforced (unknown formats, annotations...), for the response.
-    pub warnings: Vec<String>,
-    /// How long compilation took.
-    pub took: Duration,
-}
-
-/// Compiles specs for one vocabulary, each once: a bounded cache by key (least recently used
-/// dropped first), failures included (a schema that ran out of time is not tried again).
+/// The server's grammars: the facade's [`constrain::GrammarCache`] for the model's
+/// vocabulary, with the server's schema layout and budgets, answering in OpenAI error objects.
 pub struct GrammarCache {
-    index: Arc<TokenIndex>,
-    schema_options: constrain_jsonschema::Options,
-    limits: Limits,
-    capacity: usize,
-    entries: Mutex<HashMap<String, Entry>>,
-    clock: std::sync::atomic::AtomicU64,
-}
-
-struct Entry {
-    result: Result<Arc<Compiled>, ApiError>,
-    used: u64,
+    cache: Cache,
 }
 
 impl GrammarCache {
-    /// A cache of at most `capacity` grammars; each compilation gets `budget`.
+    /// A cache of at most `capacity` grammars, each compiled with `schema` options within
+    /// `limits` (whose compile time covers each compilation whole).
     pub fn new(
         index: Arc<TokenIndex>,
-        mut schema_options: constrain_jsonschema::Options,
-        budget: Duration,
+        schema: SchemaOptions,
+        limits: Limits,
         capacity: usize,
     ) -> GrammarCache {
-        schema_options.max_compile_time = Some(budget);
-        let limits = Limits {
-            max_compile_time: Some(budget),
-            ..Limits::default()
-        };
         GrammarCache {
-            index,
-            schema_options,
-            limits,
-            capacity: capacity.max(1),
-            entries: Mutex::new(HashMap::new()),
-            clock: std::sync::atomic::AtomicU64::new(0),
+            cache: Cache::new(index, CompileOptions { schema, limits }, capacity),
         }
-    }
-
-    /// The cache with these budgets for every compilation (source size, schema depth,
-    /// automaton sizes); their compile time replaces the budget given to [`GrammarCache::new`].
-    pub fn with_limits(mut self, limits: Limits) -> GrammarCache {
-        self.schema_options.max_compile_time = limits.max_compile_time;
-        self.limits = limits;
-        self
     }
 
     /// The compiled grammar of `spec`, and whether it came from the cache. Compiles (slow: call
     /// it off the async threads) on a miss.
-    pub fn get(&self, spec: &Spec) -> (Result<Arc<Compiled>, ApiError>, bool) {
-        let key = spec.key();
-        let tick = self
-            .clock
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(entry) = self.entries.lock().get_mut(&key) {
-            entry.used = tick;
-            return (entry.result.clone(), true);
-        }
-        let result = self.compile(spec).map(Arc::new);
-        let mut entries = self.entries.lock();
-        if entries.len() >= self.capacity {
-            if let Some(oldest) = entries
-                .iter()
-                .min_by_key(|(_, e)| e.used)
-                .map(|(k, _)| k.clone())
-            {
-                entries.remove(&oldest);
-            }
-        }
-        entries.insert(
-            key,
-            Entry {
-                result: result.clone(),
-                used: tick,
-            },
-        );
-        (result, false)
+    pub fn get(&self, spec: &Spec) -> (Result<Arc<Compilation>, ApiError>, bool) {
+        let (result, hit) = self.cache.get(&spec.constraint());
+        (result.map_err(|e| spec.error(&e)), hit)
     }
 
     /// Grammars in the cache.
     pub fn len(&self) -> usize {
-        self.entries.lock().len()
+        self.cache.len()
     }
 
     /// Whether the cache is empty.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.cache.is_empty()
     }
 
-    fn compile(&self, spec: &Spec) -> Result<Compiled, ApiError> {
-        let start = Instant::now();
-        let param = spec.param();
-        let mut warnings = Vec::new();
-        let grammar = self.grammar(spec, &mut warnings).map_err(|e| match spec {
-            Spec::ToolCalls { call_schema, .. } | Spec::AfterCallOpen { call_schema, .. } => {
-                crate::tools::parameters_error(call_schema, &e)
-                    .unwrap_or_else(|| constraint_error(param, &e))
-            }
-            _ => constraint_error(param, &e),
-        })?;
-        let limits = self.limits.after(start.elapsed());
-        let compiled = CompiledGrammar::new(&grammar, self.index.clone(), limits)
-            .map_err(|e| constraint_error(param, &constrain::Error::Grammar(e)))?;
-        Ok(Compiled {
-            grammar: compiled,
-            warnings,
-            took: start.elapsed(),
-        })
-    }
-
-    /// The grammar of `spec` (not yet bound to the vocabulary).
-    pub fn grammar(
-        &self,
-        spec: &Spec,
-        warnings: &mut Vec<String>,
-    ) -> Result<Grammar, constrain::Error> {
-        match spec {
-            Spec::JsonSchema(schema) => self.schema(schema, warnings),
-            Spec::Regex(pattern) => {
-                self.limits.check_source_len(pattern.len())?;
-                Ok(Grammar::from_regex(pattern)?)
-            }
-            Spec::Gbnf(text) => {
-                self.limits.check_source_len(text.len())?;
-                Ok(constrain_gbnf::parse(text)?)
-            }
-            Spec::ToolCalls {
-                call_schema,
-                parallel,
-                or,
-            } => {
-                let call = self.schema(call_schema, warnings)?;
-                let mut b = GrammarBuilder::new();
-                let body = embed(&mut b, &call, "call.")?;
-                let one = Expr::seq(vec![
-                    Expr::literal(CALL_OPEN),
-                    Expr::rule(body),
-                    Expr::literal(CALL_CLOSE),
-                ]);
-                let one = b.add_rule("tool_call", one)?;
-                let calls = if *parallel {
-                    Expr::seq(vec![
-                        Expr::rule(one),
-                        Expr::seq(vec![Expr::literal(CALL_SEPARATOR), Expr::rule(one)]).star(),
-                    ])
-                } else {
-                    Expr::rule(one)
-                };
-                let root = match or {
-                    Some(alternative) => {
-                        let alt = self.grammar(alternative, warnings)?;
-                        let alt = embed(&mut b, &alt, "response.")?;
-                        Expr::alt(vec![calls, Expr::rule(alt)])
-                    }
-                    None => calls,
-                };
-                let root = b.add_rule("root", root)?;
-                Ok(b.build(root)?)
-            }
-            Spec::AfterCallOpen {
-                call_schema,
-                parallel,
-            } => {
-                let call = self.schema(call_schema, warnings)?;
-                let mut b = GrammarBuilder::new();
-                let body = embed(&mut b, &call, "call.")?;
-                let mut parts = vec![Expr::rule(body), Expr::literal(CALL_CLOSE)];
-                if *parallel {
-                    parts.push(
-                        Expr::seq(vec![
-                            Expr::literal(CALL_SEPARATOR),
-                            Expr::literal(CALL_OPEN),
-                            Expr::rule(body),
-                            Expr::literal(CALL_CLOSE),
-                        ])
-                        .star(),
-                    );
-                }
-                let root = b.add_rule("root", Expr::seq(parts))?;
-                Ok(b.build(root)?)
-            }
-        }
-    }
-
-    fn schema(
-        &self,
-        schema: &Value,
-        warnings: &mut Vec<String>,
-    ) -> Result<Grammar, constrain::Error> {
-        let compiled =
-            constrain_jsonschema::compile_with_limits(schema, &self.schema_options, &self.limits)?;
-        warnings.extend(compiled.warnings.iter().map(|w| w.to_string()));
-        Ok(compiled.grammar)
-    }
-}
-
-/// Copies the rules of `grammar` into `b`, names prefixed, and returns its start rule there.
-/// A grammar with a check beside it (`uniqueItems`) cannot be embedded.
-pub fn embed(
-    b: &mut GrammarBuilder,
-    grammar: &Grammar,
-    prefix: &str,
-) -> Result<RuleId, constrain::Error> {
-    if grammar.text_check().is_some() {
-        return Err(constrain::GrammarError::Unsupported {
-            what: "a schema with 'uniqueItems' over objects or strings inside a tool call or \
-                   beside tools (give it as the only constraint)"
-                .into(),
-        }
-        .into());
-    }
-    let ids: Vec<RuleId> = grammar
-        .rules()
-        .map(|(_, name, _)| b.rule_id(&format!("{prefix}{name}")))
-        .collect();
-    for (id, _, body) in grammar.rules() {
-        b.define(ids[id.index()], remap(body, &ids))?;
-    }
-    Ok(ids[grammar.start().index()])
-}
-
-fn remap(expr: &Expr, ids: &[RuleId]) -> Expr {
-    match expr {
-        Expr::Regex(_) | Expr::Graph(_) => expr.clone(),
-        Expr::Rule(r) => Expr::Rule(ids[r.index()]),
-        Expr::Seq(parts) => Expr::Seq(parts.iter().map(|p| remap(p, ids)).collect()),
-        Expr::Alt(parts) => Expr::Alt(parts.iter().map(|p| remap(p, ids)).collect()),
-        Expr::Repeat { expr, min, max } => Expr::Repeat {
-            expr: Box::new(remap(expr, ids)),
-            min: *min,
-            max: *max,
-        },
-        Expr::Unordered(u) => {
-            let mut u = (**u).clone();
-            for m in &mut u.members {
-                m.expr = remap(&m.expr, ids);
-            }
-            u.extra = u.extra.as_ref().map(|e| remap(e, ids));
-            u.separator = remap(&u.separator, ids);
-            Expr::Unordered(Box::new(u))
-        }
+    /// The compile-time budget of one compilation.
+    pub fn compile_budget(&self) -> Option<Duration> {
+        self.cache.options().limits.max_compile_time
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use constrain::{Matcher, TokenKind, Vocabulary};
+    use constrain::{CompiledGrammar, Matcher, Separators, TokenKind, Vocabulary, Whitespace};
+    use serde_json::json;
 
     /// A byte-level vocabulary: every byte is a token, plus an end token.
     fn byte_index() -> Arc<TokenIndex> {
@@ -349,12 +153,16 @@ mod tests {
     }
 
     fn cache() -> GrammarCache {
-        let options = constrain_jsonschema::Options {
-            whitespace: constrain_jsonschema::Whitespace::Compact,
-            separators: Some(constrain_jsonschema::Separators::python()),
+        let options = SchemaOptions {
+            whitespace: Whitespace::Compact,
+            separators: Some(Separators::python()),
             ..Default::default()
         };
-        GrammarCache::new(byte_index(), options, Duration::from_secs(10), 4)
+        let limits = Limits {
+            max_compile_time: Some(Duration::from_secs(10)),
+            ..Limits::default()
+        };
+        GrammarCache::new(byte_index(), options, limits, 4)
     }
 
     fn accepts(grammar: &Arc<CompiledGrammar>, text: &str) -> bool {
@@ -424,14 +232,5 @@ mod tests {
             .0
             .unwrap_err();
         assert_eq!(e.code, Some("invalid_grammar"));
-    }
-
-    #[test]
-    fn the_cache_is_bounded() {
-        let cache = cache();
-        for i in 0..10 {
-            cache.get(&Spec::Regex(format!("a{{{i}}}"))).0.unwrap();
-        }
-        assert_eq!(cache.len(), 4);
     }
 }

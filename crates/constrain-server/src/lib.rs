@@ -80,7 +80,7 @@ pub struct ServerOptions {
     /// The chat template (`None`: the model's own, by family).
     pub chat_template: Option<ChatTemplate>,
     /// How schemas compile (layout, property order, escapes).
-    pub schema_options: constrain_jsonschema::Options,
+    pub schema_options: constrain::SchemaOptions,
     /// Compile-time budget of one constraint.
     pub compile_timeout: Duration,
     /// Every other budget of one constraint (source size, schema depth, automaton sizes); its
@@ -119,7 +119,7 @@ impl ServerOptions {
             shutdown_timeout: Duration::from_secs(10),
             api_key: None,
             chat_template: None,
-            schema_options: constrain_jsonschema::Options::default(),
+            schema_options: constrain::SchemaOptions::default(),
             compile_timeout: Duration::from_secs(10),
             limits: constrain::Limits::default(),
             grammar_cache: 256,
@@ -190,13 +190,12 @@ impl AppState {
         let grammars = GrammarCache::new(
             model.token_index(),
             options.schema_options.clone(),
-            options.compile_timeout,
+            constrain::Limits {
+                max_compile_time: Some(options.compile_timeout),
+                ..options.limits.clone()
+            },
             options.grammar_cache,
-        )
-        .with_limits(constrain::Limits {
-            max_compile_time: Some(options.compile_timeout),
-            ..options.limits.clone()
-        });
+        );
         let trigger = Arc::new(Trigger::new(tools::CALL_OPEN, model.vocabulary()));
         Ok(AppState {
             model,

@@ -451,7 +451,7 @@ fn check_model(state: &AppState, model: Option<&str>) -> Result<(), ApiError> {
 async fn compile(
     state: &Arc<AppState>,
     spec: &Spec,
-) -> Result<(Arc<crate::grammars::Compiled>, bool), ApiError> {
+) -> Result<(Arc<constrain::Compilation>, bool), ApiError> {
     let state2 = state.clone();
     let spec2 = spec.clone();
     let (result, hit) = tokio::task::spawn_blocking(move || state2.grammars.get(&spec2))

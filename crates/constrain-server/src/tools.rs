@@ -61,7 +61,7 @@ pub fn render_call(name: &str, arguments: &str) -> String {
     let call = json!({"name": name, "arguments": args});
     format!(
         "{CALL_OPEN}{}{CALL_CLOSE}",
-        constrain_jsonschema::Separators::python().write(&call)
+        constrain::Separators::python().write(&call)
     )
 }
 
@@ -240,7 +240,7 @@ fn parse_call_body(body: &str) -> Option<ParsedCall> {
     let name = value.get("name")?.as_str()?.to_string();
     let arguments = match value.get("arguments") {
         Some(Value::String(s)) => s.clone(),
-        Some(v) => constrain_jsonschema::Separators::python().write(v),
+        Some(v) => constrain::Separators::python().write(v),
         None => "{}".into(),
     };
     Some(ParsedCall { name, arguments })

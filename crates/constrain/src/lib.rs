@@ -47,8 +47,10 @@
 //!
 //! # Key types
 //!
-//! - [`Constraint`]: what the output must follow; [`Constraint::compile`] binds it to a
-//!   vocabulary ([`TokenIndex`]) as a shareable [`CompiledGrammar`].
+//! - [`Constraint`]: what the output must follow (a schema, a regex, a GBNF grammar, or a
+//!   composition of them such as a [`ToolCallFormat`]'s calls); [`Constraint::compile`] binds
+//!   it to a vocabulary ([`TokenIndex`]) as a shareable [`CompiledGrammar`], and a
+//!   [`GrammarCache`] keeps compilations by the constraint's key.
 //! - [`ConstrainedSampler`]: a [`Matcher`] plus the sampling [`Funnel`]: give it one step's
 //!   logits, get a token; tell it what was fed; ask it for forced tokens.
 //! - [`beam_search`]: the `B` most likely outputs under the constraint, with a
@@ -64,17 +66,22 @@
 #![deny(missing_docs)]
 
 mod beam;
+mod cache;
 mod constraint;
 mod lookup;
+pub mod resources;
 mod sampler;
+mod tool_calls;
 mod triggered;
 
 pub use beam::{beam_search, Beam, BeamConfig, BeamModel, BeamOutput};
-pub use constraint::{Constraint, Error};
+pub use cache::{Cached, GrammarCache};
+pub use constraint::{parse_schema, Built, Compilation, CompileOptions, Constraint, Error};
 pub use lookup::{
     grammar_prefix, is_draw_point, prompt_lookup, DraftCut, DraftLength, LOOKUP_NGRAMS,
 };
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
+pub use tool_calls::ToolCallFormat;
 pub use triggered::{Trigger, TriggeredMatcher};
 
 pub use constrain_engine::{
@@ -82,7 +89,10 @@ pub use constrain_engine::{
     MatchError, Matcher, TokenIndex,
 };
 pub use constrain_gbnf::GbnfError;
-pub use constrain_jsonschema::{Escapes, Options as SchemaOptions, SchemaError};
+pub use constrain_jsonschema::{
+    AdditionalProperties, Escapes, Options as SchemaOptions, PropertyOrder, SchemaError,
+    Separators, Warning, WarningKind, Whitespace,
+};
 pub use constrain_sampling::{
     DraftCheck, Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar,
 };

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 
-use crate::schema_resources::{self, ResourceArg};
+use constrain::resources::{self as schema_resources, ResourceArg};
 
 pub use checker::{Checker, Expect, Subject};
 pub use report::Report;

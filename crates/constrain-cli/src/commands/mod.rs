@@ -6,4 +6,5 @@ pub mod generate;
 pub mod limits;
 pub mod serve;
 
-pub use constrain_bench::{funnel, maskbench, schema_resources, test_cases};
+pub use constrain::resources as schema_resources;
+pub use constrain_bench::{funnel, maskbench, test_cases};

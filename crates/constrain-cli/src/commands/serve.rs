@@ -165,14 +165,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     options.verbose = args.verbose;
     // The CLI's layout of generated JSON: one line, Python's separators, canonical strings; an
     // object gets no undeclared members (what OpenAI's strict mode asks for, and valid either way).
-    options.schema_options = constrain_jsonschema::Options {
-        whitespace: constrain_jsonschema::Whitespace::Compact,
-        separators: Some(constrain_jsonschema::Separators::python()),
+    options.schema_options = constrain::SchemaOptions {
+        whitespace: constrain::Whitespace::Compact,
+        separators: Some(constrain::Separators::python()),
         property_order: args.property_order.into(),
         escapes: args.escapes.into(),
-        additional_properties: constrain_jsonschema::AdditionalProperties::Strict,
+        additional_properties: constrain::AdditionalProperties::Strict,
         resources: super::schema_resources::load(&args.resource)?,
-        ..constrain_jsonschema::Options::default()
+        ..constrain::SchemaOptions::default()
     };
     constrain_server::serve(options)?;
     Ok(ExitCode::SUCCESS)

@@ -213,7 +213,7 @@ pub fn schema_prompt(schema: &serde_json::Value) -> String {
     for example in examples {
         prompt.push_str(&format!(
             "{title}: {}\n",
-            constrain_jsonschema::Separators::python().write(example)
+            constrain::Separators::python().write(example)
         ));
     }
     prompt.push_str(&format!("{title}: "));

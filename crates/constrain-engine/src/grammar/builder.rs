@@ -98,6 +98,41 @@ impl GrammarBuilder {
         id
     }
 
+    /// Copies every rule of `grammar` into this builder, names prefixed with `prefix`, and
+    /// returns the id its start rule has here: how grammars are composed (one inside a
+    /// sequence, alternatives of several). A grammar with a [`TextCheck`] beside it cannot be
+    /// embedded: the check reads the whole output, not the part this grammar would cover.
+    ///
+    /// ```
+    /// use constrain_engine::{Expr, Grammar, GrammarBuilder};
+    ///
+    /// let digits = Grammar::from_regex("[0-9]+")?;
+    /// let mut b = GrammarBuilder::new();
+    /// let inner = b.embed(&digits, "n.")?;
+    /// let root = b.add_rule("root", Expr::seq(vec![Expr::literal("#"), Expr::rule(inner)]))?;
+    /// let grammar = b.build(root)?;
+    /// assert_eq!(grammar.rule_count(), 2);
+    /// # Ok::<(), constrain_engine::GrammarError>(())
+    /// ```
+    pub fn embed(&mut self, grammar: &Grammar, prefix: &str) -> Result<RuleId, GrammarError> {
+        if grammar.text_check().is_some() {
+            return Err(GrammarError::Unsupported {
+                what: "a grammar with a check beside it (such as a schema's 'uniqueItems' over \
+                       objects or strings) inside a larger constraint; give it as the only \
+                       constraint"
+                    .into(),
+            });
+        }
+        let ids: Vec<RuleId> = grammar
+            .rules()
+            .map(|(_, name, _)| self.rule_id(&format!("{prefix}{name}")))
+            .collect();
+        for (id, _, body) in grammar.rules() {
+            self.define(ids[id.index()], body.map_rules(&|r| ids[r.index()]))?;
+        }
+        Ok(ids[grammar.start().index()])
+    }
+
     /// Checks that every referenced rule is defined and returns the grammar starting at `start`.
     pub fn build(self, start: RuleId) -> Result<Grammar, GrammarError> {
         if start.index() >= self.names.len() || self.bodies[start.index()].is_none() {

@@ -270,6 +270,31 @@ impl Expr {
             Expr::Unordered(u) => u.parts().for_each(|p| p.for_each_rule(f)),
         }
     }
+
+    /// This expression with every rule reference `r` replaced by `f(r)`: how a grammar's
+    /// rules are copied into another builder under new ids.
+    pub fn map_rules(&self, f: &impl Fn(RuleId) -> RuleId) -> Expr {
+        match self {
+            Expr::Regex(_) | Expr::Graph(_) => self.clone(),
+            Expr::Rule(r) => Expr::Rule(f(*r)),
+            Expr::Seq(parts) => Expr::Seq(parts.iter().map(|p| p.map_rules(f)).collect()),
+            Expr::Alt(parts) => Expr::Alt(parts.iter().map(|p| p.map_rules(f)).collect()),
+            Expr::Repeat { expr, min, max } => Expr::Repeat {
+                expr: Box::new(expr.map_rules(f)),
+                min: *min,
+                max: *max,
+            },
+            Expr::Unordered(u) => {
+                let mut u = (**u).clone();
+                for m in &mut u.members {
+                    m.expr = m.expr.map_rules(f);
+                }
+                u.extra = u.extra.as_ref().map(|e| e.map_rules(f));
+                u.separator = u.separator.map_rules(f);
+                Expr::Unordered(Box::new(u))
+            }
+        }
+    }
 }
 
 impl Unordered {

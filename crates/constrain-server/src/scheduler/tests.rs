@@ -26,8 +26,8 @@ fn grammar(vocabulary: &Arc<Vocabulary>) -> Arc<constrain::CompiledGrammar> {
         "required": ["ab", "c"],
         "additionalProperties": false,
     });
-    let options = constrain_jsonschema::Options {
-        whitespace: constrain_jsonschema::Whitespace::Compact,
+    let options = constrain::SchemaOptions {
+        whitespace: constrain::Whitespace::Compact,
         ..Default::default()
     };
     Constraint::JsonSchemaWith(schema, options)

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
-use constrain_engine::{Grammar, Limits};
+use constrain::{CompileOptions, Grammar, Limits, SchemaOptions, Separators, Whitespace};
 
 use super::Args;
 
@@ -30,55 +30,47 @@ pub(crate) struct Constraint {
 pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
     let started = Instant::now();
     let limits = crate::commands::limits::from_args(&args.limits)?;
-    let left = |limits: &Limits| limits.after(started.elapsed());
-    if let Some(path) = &args.schema {
+    let (constraint, description) = if let Some(path) = &args.schema {
         let text = read_source(path, "schema", &limits)?;
+        let schema = constrain::parse_schema(&text, &limits)
+            .with_context(|| format!("reading the schema {}", path.display()))?;
         let mut options = schema_options(args);
         options.resources = crate::commands::schema_resources::load(&args.resource)?;
-        let compiled = constrain_jsonschema::compile_str_with_limits(&text, &options, &limits)
-            .with_context(|| format!("compiling the schema {}", path.display()))?;
-        for warning in &compiled.warnings {
-            eprintln!("warning: {}: {warning}", path.display());
-        }
-        let description = format!("--schema {}", path.display());
-        return Ok(Some(Constraint {
-            grammar: compiled.grammar,
-            description,
-            limits: left(&limits),
-        }));
-    }
-    if args.json {
+        (
+            constrain::Constraint::JsonSchemaWith(schema, options),
+            format!("--schema {}", path.display()),
+        )
+    } else if args.json {
         // The empty schema accepts every JSON value.
-        let compiled = constrain_jsonschema::compile(&serde_json::json!({}), &schema_options(args))
-            .context("compiling the grammar of JSON values")?;
-        return Ok(Some(Constraint {
-            grammar: compiled.grammar,
-            description: "--json".into(),
-            limits: left(&limits),
-        }));
-    }
-    if let Some(path) = &args.grammar {
+        (
+            constrain::Constraint::JsonSchemaWith(serde_json::json!({}), schema_options(args)),
+            "--json".into(),
+        )
+    } else if let Some(path) = &args.grammar {
         let text = read_source(path, "grammar", &limits)?;
-        let grammar = constrain_gbnf::parse(&text)
-            .with_context(|| format!("parsing the grammar {}", path.display()))?;
-        let description = format!("--grammar {}", path.display());
-        return Ok(Some(Constraint {
-            grammar,
-            description,
-            limits: left(&limits),
-        }));
+        (
+            constrain::Constraint::Gbnf(text),
+            format!("--grammar {}", path.display()),
+        )
+    } else if let Some(pattern) = &args.regex {
+        (
+            constrain::Constraint::Regex(pattern.clone()),
+            format!("--regex {pattern:?}"),
+        )
+    } else {
+        return Ok(None);
+    };
+    let built = constraint
+        .build(&CompileOptions::with_limits(limits.clone()))
+        .with_context(|| format!("compiling {description}"))?;
+    for warning in &built.warnings {
+        eprintln!("warning: {description}: {warning}");
     }
-    if let Some(pattern) = &args.regex {
-        limits.check_source_len(pattern.len()).context("--regex")?;
-        let grammar = Grammar::from_regex(pattern)
-            .with_context(|| format!("compiling the regex {pattern:?}"))?;
-        return Ok(Some(Constraint {
-            grammar,
-            description: format!("--regex {pattern:?}"),
-            limits: left(&limits),
-        }));
-    }
-    Ok(None)
+    Ok(Some(Constraint {
+        grammar: built.grammar,
+        description,
+        limits: limits.after(started.elapsed()),
+    }))
 }
 
 /// The text of the `what` file at `path`, refused by its size before it is read when it is
@@ -96,13 +88,13 @@ fn read_source(path: &Path, what: &str, limits: &Limits) -> anyhow::Result<Strin
 /// items, strings spelled canonically unless `--escapes any` (as Python's `json.dumps` writes).
 /// Small models given any freedom in whitespace tend to spend their tokens on newlines and
 /// indentation instead of content, and given escapes, on `\u0061`-style spellings.
-fn schema_options(args: &Args) -> constrain_jsonschema::Options {
-    constrain_jsonschema::Options {
-        whitespace: constrain_jsonschema::Whitespace::Compact,
-        separators: Some(constrain_jsonschema::Separators::python()),
+fn schema_options(args: &Args) -> SchemaOptions {
+    SchemaOptions {
+        whitespace: Whitespace::Compact,
+        separators: Some(Separators::python()),
         property_order: args.property_order.into(),
         escapes: args.escapes.into(),
         max_untyped_depth: args.max_untyped_depth,
-        ..constrain_jsonschema::Options::default()
+        ..SchemaOptions::default()
     }
 }

@@ -1,12 +1,40 @@
-//! Schema documents a `$ref` may name by URI: `--resource URI=FILE` flags, and the
+//! Schema documents a `$ref` may name by URI, read from files (nothing is fetched): `--resource URI=FILE` flags, and the
 //! JSON-Schema-Test-Suite's `remotes/` directory, which the suite serves at
 //! `http://localhost:1234/`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
 use serde_json::Value;
+use thiserror::Error;
+
+/// A schema document that cannot be had.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ResourceError {
+    /// The file or directory cannot be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error("{path} is not JSON: {message}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// Two documents under one URI.
+    #[error("--resource {uri}: the URI is given twice")]
+    Duplicate {
+        /// The URI.
+        uri: String,
+    },
+}
 
 /// The base URI the suite's `remotes/` files are retrieved by (the suite's README).
 pub const SUITE_REMOTES_URI: &str = "http://localhost:1234/";
@@ -35,27 +63,36 @@ impl std::str::FromStr for ResourceArg {
     }
 }
 
-/// The documents of `args`, read and parsed.
-pub fn load(args: &[ResourceArg]) -> anyhow::Result<BTreeMap<String, Value>> {
+/// The documents of `args`, read and parsed, for
+/// [`SchemaOptions::resources`](crate::SchemaOptions).
+pub fn load(args: &[ResourceArg]) -> Result<BTreeMap<String, Value>, ResourceError> {
     let mut resources = BTreeMap::new();
     for arg in args {
         let value = read_json(&arg.path)?;
         if resources.insert(arg.uri.clone(), value).is_some() {
-            bail!("--resource {}: the URI is given twice", arg.uri);
+            return Err(ResourceError::Duplicate {
+                uri: arg.uri.clone(),
+            });
         }
     }
     Ok(resources)
 }
 
 /// Every `*.json` file under `dir`, each under `base_uri` followed by its path from `dir`.
-pub fn load_directory(dir: &Path, base_uri: &str) -> anyhow::Result<BTreeMap<String, Value>> {
+pub fn load_directory(
+    dir: &Path,
+    base_uri: &str,
+) -> Result<BTreeMap<String, Value>, ResourceError> {
     let mut resources = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
-        let entries = std::fs::read_dir(&current)
-            .with_context(|| format!("listing {}", current.display()))?;
+        let unreadable = |source| ResourceError::Read {
+            path: current.clone(),
+            source,
+        };
+        let entries = std::fs::read_dir(&current).map_err(unreadable)?;
         for entry in entries {
-            let path = entry?.path();
+            let path = entry.map_err(unreadable)?.path();
             if path.is_dir() {
                 pending.push(path);
             } else if path.extension().is_some_and(|e| e == "json") {
@@ -79,10 +116,15 @@ pub fn suite_remotes(path: &Path) -> Option<PathBuf> {
     remotes.is_dir().then_some(remotes)
 }
 
-fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+fn read_json(path: &Path) -> Result<Value, ResourceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ResourceError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| ResourceError::Json {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]
