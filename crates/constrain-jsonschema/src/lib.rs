@@ -125,7 +125,9 @@ mod uri;
 mod validate;
 
 pub use error::{SchemaError, Warning, WarningKind};
-pub use options::{AdditionalProperties, Escapes, Options, PropertyOrder, Separators, Whitespace};
+pub use options::{
+    AdditionalProperties, Escapes, Numbers, Options, PropertyOrder, Separators, Whitespace,
+};
 
 use constrain_engine::{Grammar, Limits};
 
