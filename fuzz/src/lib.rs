@@ -161,7 +161,7 @@ pub fn schema_options(
     u: &mut Unstructured<'_>,
 ) -> arbitrary::Result<constrain_jsonschema::Options> {
     use constrain_jsonschema::{
-        AdditionalProperties, Escapes, Options, PropertyOrder, Separators, Whitespace,
+        AdditionalProperties, Escapes, Numbers, Options, PropertyOrder, Separators, Whitespace,
     };
     let whitespace = match u.int_in_range(0..=3u8)? {
         0 => Whitespace::Bounded {
@@ -206,6 +206,13 @@ pub fn schema_options(
         },
         max_any_order_properties: u.int_in_range(0..=8)?,
         assert_formats: bool::arbitrary(u)?,
+        // Drawn last, so the options of earlier inputs stay as they were (`Any` once the
+        // bytes run out).
+        numbers: if bool::arbitrary(u)? {
+            Numbers::Canonical
+        } else {
+            Numbers::Any
+        },
         max_compile_time: Some(COMPILE_TIME),
         resources: Default::default(),
     })

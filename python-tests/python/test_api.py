@@ -146,6 +146,8 @@ def test_compile_errors_say_what_and_where(toy_vocab):
         constrain.compile_json_schema({}, toy_vocab, whitespaces="compact")
     with pytest.raises(ValueError, match="escapes"):
         constrain.compile_json_schema({}, toy_vocab, escapes="some")
+    with pytest.raises(ValueError, match="numbers"):
+        constrain.compile_json_schema({}, toy_vocab, numbers="some")
     with pytest.raises(ValueError, match="separators"):
         constrain.compile_json_schema({}, toy_vocab, separators=",")
     with pytest.raises(ValueError, match="max_whitespace"):
@@ -446,3 +448,18 @@ def test_sampler_reads_torch_and_forced_tokens(toy_vocab):
     logits = torch.zeros(toy_vocab.width)
     logits[token_id(toy_vocab, b"4")] = 1.0
     assert sampler.sample(logits) == token_id(toy_vocab, b"4")
+
+
+def test_numbers_are_integer_literals_by_default(toy_vocab):
+    schema = {"type": "integer"}
+
+    def accepts(text, **options):
+        m = constrain.Matcher(constrain.compile_json_schema(schema, toy_vocab, **options))
+        return m.accept_string(text) and m.is_accepting()
+
+    for text in ["0", "-5", "9223372036854775807"]:
+        assert accepts(text) and accepts(text, numbers="any"), text
+    for text in ["1.0", "-0", "10000000000000000000"]:
+        assert not accepts(text), text
+        assert accepts(text, numbers="any"), text
+    assert not accepts("1e3") and not accepts("1e3", numbers="any")

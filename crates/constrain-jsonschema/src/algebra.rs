@@ -10,6 +10,7 @@ use crate::ir::{
     ArraySet, Contains, Exists, KeyRule, KeySet, Lit, Node, NumberSet, ObjectSet, StringSet, Typed,
 };
 use crate::number::{compare, number_re, Bound, Decimal, Kind};
+use crate::options::Numbers;
 use crate::re::{dfa, Re};
 
 /// Whether `set` allows no key but its declared ones (`additionalProperties: false`).
@@ -1083,7 +1084,7 @@ fn number_set_empty(n: &NumberSet) -> bool {
         }
     }
     if n.integer && (n.lo.is_some() || n.hi.is_some()) {
-        return number_re(n.lo.as_ref(), n.hi.as_ref(), Kind::Integer).is_nothing();
+        return number_re(n.lo.as_ref(), n.hi.as_ref(), Kind::Integer, Numbers::Any).is_nothing();
     }
     false
 }

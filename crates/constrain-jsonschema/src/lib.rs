@@ -81,12 +81,15 @@
 //! # Numbers
 //!
 //! Numbers are compared by value, as the specification says (`1.0` is an integer and equals
-//! `1`; in draft 4 documents it is not an integer). Plain decimal notation is always
-//! accepted. Exponent notation (`1e2`) is accepted where the constraints allow it exactly: for
-//! unconstrained numbers and for bounds at zero (such as `minimum: 0`); integers are written
-//! without exponent. Under other bounds, `const`/`enum` and `multipleOf` (or its `not`),
-//! exponent forms are rejected (the grammar stays sound, but those spellings of valid values
-//! are not produced).
+//! `1`; in draft 4 documents it is not an integer). Which spellings are generated is
+//! [`Options::numbers`]: by default ([`Numbers::Canonical`]) those typed readers accept:
+//! integers as integer literals within the 64-bit signed range (a range wholly outside it is
+//! kept), no `-0`, exponent notation only for magnitudes of at least `1e21` or below `1e-6`.
+//! [`Numbers::Any`] accepts every spelling: plain decimal notation always, and exponent
+//! notation where the constraints allow it exactly: for unconstrained numbers and for bounds
+//! at zero (such as `minimum: 0`); integers are written without exponent. Under other bounds,
+//! `const`/`enum` and `multipleOf` (or its `not`), exponent forms are rejected (the grammar
+//! stays sound, but those spellings of valid values are not produced).
 //!
 //! # Strings
 //!
@@ -125,7 +128,9 @@ mod uri;
 mod validate;
 
 pub use error::{SchemaError, Warning, WarningKind};
-pub use options::{AdditionalProperties, Escapes, Options, PropertyOrder, Separators, Whitespace};
+pub use options::{
+    AdditionalProperties, Escapes, Numbers, Options, PropertyOrder, Separators, Whitespace,
+};
 
 use constrain_engine::{Grammar, Limits};
 

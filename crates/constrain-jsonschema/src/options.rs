@@ -151,7 +151,43 @@ pub enum Escapes {
     Canonical,
 }
 
-/// Compilation options. [`Options::default`] follows the specification, with bounded whitespace.
+/// Which JSON spellings of a number the grammar accepts.
+///
+/// JSON Schema compares numbers by value: `1.0`, `1e0` and `1` are all the integer 1, and `-0`
+/// is 0. Programs that read the output store numbers in typed fields, and many refuse some of
+/// those spellings (Pydantic's strict mode, serde's `i64` and Go's `int` reject `1.0` for an
+/// integer; a 20-digit integer overflows them). A grammar for generation should produce only
+/// spellings every such reader takes; a grammar that checks existing documents should take
+/// every spelling the specification allows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Numbers {
+    /// Spellings typed readers accept, one value rarely having more than one:
+    ///
+    /// * an integer (`type: integer`, an integral `enum`/`const` value, a number with an
+    ///   integral `multipleOf`) is an integer literal: no fraction, no exponent;
+    /// * an integer without bounds stays within the 64-bit signed range
+    ///   (`-9223372036854775808..=9223372036854775807`), intersected with its bounds; bounds
+    ///   that lie wholly outside that range are kept as they are, so no schema becomes
+    ///   unsatisfiable;
+    /// * zero is never negative (`-0`, `-0.0`);
+    /// * exponent notation only where plain digits would be long, as JavaScript's
+    ///   `JSON.stringify` writes numbers: a mantissa of one non-zero digit (and a fraction not
+    ///   ending in 0), a lower-case `e`, and an exponent of at least 21 (`1e21`, `1.5e+300`)
+    ///   or at most -7 (`2e-7`), without leading zeros. Where exponent notation could not
+    ///   be bounded exactly (any bound other than 0, `multipleOf`), none is accepted, as
+    ///   with [`Numbers::Any`]: plain digits spell every value.
+    ///
+    /// Leading zeros are never accepted (JSON forbids them). A number that is not an integer
+    /// keeps any plain spelling (`0.5`, `0.50`, `1.0` for `type: number`).
+    #[default]
+    Canonical,
+    /// Every spelling JSON allows for a valid value (`1.0` and `-0` for integers, `1E+2`...),
+    /// as validating existing documents needs.
+    Any,
+}
+
+/// Compilation options. [`Options::default`] follows the specification, with bounded whitespace
+/// and the number spellings typed readers accept ([`Numbers::Canonical`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Whitespace between tokens.
@@ -169,6 +205,8 @@ pub struct Options {
     pub property_order: PropertyOrder,
     /// Spellings of strings.
     pub escapes: Escapes,
+    /// Spellings of numbers.
+    pub numbers: Numbers,
     /// Deepest nesting of arrays/objects inside a value the schema does not describe (`{}`,
     /// `true`, an absent `items`...); `u32::MAX` (the default) for no limit.
     pub max_untyped_depth: u32,
@@ -204,6 +242,7 @@ impl Default for Options {
             lenient: false,
             property_order: PropertyOrder::Schema,
             escapes: Escapes::Any,
+            numbers: Numbers::Canonical,
             max_untyped_depth: u32::MAX,
             max_any_order_properties: 6,
             assert_formats: true,

@@ -6,8 +6,18 @@ mod common;
 
 use common::{byte_index, Checked};
 use constrain_engine::{Expr, Grammar};
-use constrain_jsonschema::{Escapes, Options, PropertyOrder};
+use constrain_jsonschema::{Escapes, Numbers, Options, PropertyOrder};
 use serde_json::{json, Value};
+
+/// The default options, with every spelling of a number the specification allows: these tests
+/// are about which values a keyword admits (the spellings generation keeps to are in
+/// `tests/numbers.rs`).
+fn spec() -> Options {
+    Options {
+        numbers: Numbers::Any,
+        ..Options::default()
+    }
+}
 
 fn check_with(options: &Options, schema: Value, valid: &[Value], invalid: &[Value]) {
     let index = byte_index();
@@ -22,12 +32,11 @@ fn check_with(options: &Options, schema: Value, valid: &[Value], invalid: &[Valu
 }
 
 fn check(schema: Value, valid: &[Value], invalid: &[Value]) {
-    check_with(&Options::default(), schema, valid, invalid);
+    check_with(&spec(), schema, valid, invalid);
 }
 
 /// The plain cases of `tests/data/keywords/*.json`, in the JSON-Schema-Test-Suite's format
-/// (groups of a schema and documents marked `valid`): each schema compiled with the default
-/// options, each document accepted or rejected as marked, in both spellings. Every failing
+/// (groups of a schema and documents marked `valid`): each schema compiled with [`spec`], each document accepted or rejected as marked, in both spellings. Every failing
 /// document is listed, by file, group and test.
 #[test]
 fn keyword_cases_from_data_files() {
@@ -47,7 +56,7 @@ fn keyword_cases_from_data_files() {
             .unwrap_or_else(|e| panic!("{}: not a list of case groups: {e}", file.display()));
         for group in &groups {
             let name = format!("{}: {}", file.display(), group["description"]);
-            let c = match Checked::new(&index, &group["schema"], &Options::default()) {
+            let c = match Checked::new(&index, &group["schema"], &spec()) {
                 Ok(c) => c,
                 Err(e) => {
                     failures.push(format!("{name}: does not compile: {e}"));
@@ -77,7 +86,7 @@ fn keyword_cases_from_data_files() {
 fn any_order() -> Options {
     Options {
         property_order: PropertyOrder::Any,
-        ..Options::default()
+        ..spec()
     }
 }
 
@@ -143,30 +152,28 @@ fn json_spellings() {
     let c = Checked::new(
         &index,
         &json!({"type": "string", "enum": ["é/\"x"]}),
-        &Options::default(),
+        &spec(),
     )
     .expect("compiles");
     for text in [r#""é/\"x""#, r#""\u00e9\/\u0022x""#, r#""\u00E9/\"\u0078""#] {
         assert!(c.accepts_text(text), "{text}");
     }
     assert!(!c.accepts_text(r#""e/\"x""#));
-    let c =
-        Checked::new(&index, &json!({"type": "integer"}), &Options::default()).expect("compiles");
+    let c = Checked::new(&index, &json!({"type": "integer"}), &spec()).expect("compiles");
     for text in ["0", "-0", "10", "10.0", "10.000", " 7 "] {
         assert!(c.accepts_text(text), "{text}");
     }
     for text in ["01", "1.", ".5", "+1", "1e2", "- 1"] {
         assert!(!c.accepts_text(text), "{text}");
     }
-    let c =
-        Checked::new(&index, &json!({"type": "number"}), &Options::default()).expect("compiles");
+    let c = Checked::new(&index, &json!({"type": "number"}), &spec()).expect("compiles");
     for text in ["1e2", "-1.5E-3", "0.0", "1E+9"] {
         assert!(c.accepts_text(text), "{text}");
     }
     let c = Checked::new(
         &index,
         &json!({"type": "string", "minLength": 2, "maxLength": 2}),
-        &Options::default(),
+        &spec(),
     )
     .expect("compiles");
     assert!(
@@ -266,7 +273,7 @@ fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
         json!({"type": "string", "pattern": "^[a-z]{2,4}-.*$"}),
     ];
     for schema in schemas {
-        let compiled = constrain_jsonschema::compile(&schema, &Options::default())
+        let compiled = constrain_jsonschema::compile(&schema, &spec())
             .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
         assert!(
             !compiled
@@ -360,7 +367,7 @@ fn string_branches_are_one_terminal() {
         {"type": "integer", "minimum": 0}
     ]});
     let leaves = |schema: &Value| -> usize {
-        let compiled = constrain_jsonschema::compile(schema, &Options::default())
+        let compiled = constrain_jsonschema::compile(schema, &spec())
             .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
         compiled
             .grammar
@@ -465,7 +472,7 @@ fn undeclared_keys_are_every_key_but_the_declared_ones_in_every_spelling() {
         let options = Options {
             property_order: PropertyOrder::Any,
             escapes,
-            ..Options::default()
+            ..spec()
         };
         let c = Checked::new(&index, &schema, &options).expect("compiles");
         for key in &keys {
@@ -636,14 +643,13 @@ fn patterns_under_length_bounds_are_exact() {
             random_sentences(400, 6, 16),
         ),
     ] {
-        let compiled =
-            constrain_jsonschema::compile(&schema, &Options::default()).expect("compiles");
+        let compiled = constrain_jsonschema::compile(&schema, &spec()).expect("compiles");
         assert!(
             compiled.warnings.is_empty(),
             "{schema}: {:?}",
             compiled.warnings
         );
-        let c = Checked::new(&index, &schema, &Options::default()).expect("compiles");
+        let c = Checked::new(&index, &schema, &spec()).expect("compiles");
         let reference = jsonschema::validator_for(&schema).expect("a valid schema");
         let mut valid = 0;
         for s in sentences {
@@ -661,7 +667,7 @@ fn patterns_under_length_bounds_are_exact() {
 fn formats() {
     let annotations = Options {
         assert_formats: false,
-        ..Options::default()
+        ..spec()
     };
     check_with(
         &annotations,
@@ -669,20 +675,16 @@ fn formats() {
         &[json!("nope")],
         &[],
     );
-    let unknown = constrain_jsonschema::compile(
-        &json!({"type": "string", "format": "x-custom"}),
-        &Options::default(),
-    )
-    .expect("compiles");
+    let unknown =
+        constrain_jsonschema::compile(&json!({"type": "string", "format": "x-custom"}), &spec())
+            .expect("compiles");
     assert!(unknown
         .warnings
         .iter()
         .any(|w| w.kind == constrain_jsonschema::WarningKind::UnknownFormat));
-    let err = constrain_jsonschema::compile(
-        &json!({"properties": {"r": {"format": "regex"}}}),
-        &Options::default(),
-    )
-    .expect_err("regex");
+    let err =
+        constrain_jsonschema::compile(&json!({"properties": {"r": {"format": "regex"}}}), &spec())
+            .expect_err("regex");
     assert_eq!(err.pointer(), Some("/properties/r/format"));
 }
 
@@ -691,12 +693,12 @@ fn arrays() {
     // Any values are kept apart by the check beside the grammar; objects are not.
     constrain_jsonschema::compile(
         &json!({"properties": {"tags": {"type": "array", "uniqueItems": true}}}),
-        &Options::default(),
+        &spec(),
     )
     .expect("unique values");
     let err = constrain_jsonschema::compile(
         &json!({"properties": {"tags": {"type": "array", "uniqueItems": true, "items": {"type": "object"}}}}),
-        &Options::default(),
+        &spec(),
     )
     .expect_err("unique objects");
     assert!(
@@ -947,7 +949,7 @@ fn five_members_required_to_exist() {
         ]},
         "maxProperties": 3
     });
-    for options in [Options::default(), any_order()] {
+    for options in [spec(), any_order()] {
         check_with(
             &options,
             schema.clone(),
@@ -1034,7 +1036,7 @@ fn references() {
 
 #[test]
 fn registered_resources_resolve_references_by_uri() {
-    let mut options = Options::default();
+    let mut options = spec();
     options.resources.insert(
         "https://example.com/types.json".into(),
         json!({
@@ -1065,7 +1067,7 @@ fn registered_resources_resolve_references_by_uri() {
         ],
     );
     // Unregistered, a reference outside the document is an error naming where it is.
-    let err = constrain_jsonschema::compile(&schema, &Options::default()).unwrap_err();
+    let err = constrain_jsonschema::compile(&schema, &spec()).unwrap_err();
     assert!(
         matches!(&err, constrain_jsonschema::SchemaError::UnresolvedRef { pointer, .. } if pointer == "/properties/n/$ref"),
         "{err}"
@@ -1078,7 +1080,7 @@ fn registered_resources_resolve_references_by_uri() {
     });
     check_with(&options, own, &[json!(10)], &[json!(2)]);
     // An error inside a resource says which document it is in.
-    let mut bad = Options::default();
+    let mut bad = spec();
     bad.resources
         .insert("https://example.com/bad.json".into(), json!({"type": 5}));
     let err = constrain_jsonschema::compile(&json!({"$ref": "https://example.com/bad.json"}), &bad)
@@ -1092,7 +1094,7 @@ fn registered_resources_resolve_references_by_uri() {
 #[test]
 fn dynamic_references_bind_to_the_outermost_dynamic_anchor() {
     // A generic list whose items the schema extending it chooses.
-    let mut options = Options::default();
+    let mut options = spec();
     options.resources.insert(
         "https://example.com/list.json".into(),
         json!({
@@ -1203,12 +1205,7 @@ fn complements_of_multiple_of() {
     );
     // Only plain spellings: `1e1` is 10, a multiple of 0.5.
     let index = byte_index();
-    let c = Checked::new(
-        &index,
-        &json!({"not": {"multipleOf": 0.5}}),
-        &Options::default(),
-    )
-    .expect("compiles");
+    let c = Checked::new(&index, &json!({"not": {"multipleOf": 0.5}}), &spec()).expect("compiles");
     assert!(!c.accepts_text("1e1"));
     // `oneOf` of overlapping multiples: one or the other, not both.
     // Several remainders at once: multiples of 88 and of 3 or 5, not both. Their
@@ -1238,7 +1235,7 @@ fn complements_of_multiple_of() {
     // Multiples of 6 are multiples of 3: nothing is left.
     let err = constrain_jsonschema::compile(
         &json!({"type": "number", "multipleOf": 6, "not": {"multipleOf": 3}}),
-        &Options::default(),
+        &spec(),
     )
     .unwrap_err();
     assert!(
@@ -1249,7 +1246,7 @@ fn complements_of_multiple_of() {
 
 #[test]
 fn references_across_draft_4_and_later_drafts_are_refused() {
-    let mut options = Options::default();
+    let mut options = spec();
     options.resources.insert(
         "https://example.com/old.json".into(),
         json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}),
@@ -1268,7 +1265,7 @@ fn references_across_draft_4_and_later_drafts_are_refused() {
 #[test]
 fn annotations_and_unknown_keywords_are_ignored_with_warnings() {
     let schema = json!({"type": "integer", "title": "t", "description": "d", "default": 1, "examples": [1], "deprecated": true, "x-vendor": {"k": 1}});
-    let c = constrain_jsonschema::compile(&schema, &Options::default()).expect("compiles");
+    let c = constrain_jsonschema::compile(&schema, &spec()).expect("compiles");
     assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
     assert_eq!(c.warnings[0].keyword, "x-vendor");
     assert_eq!(c.warnings[0].pointer, "/x-vendor");
@@ -1291,7 +1288,7 @@ fn draft_4_has_no_conditionals() {
     );
     let c = constrain_jsonschema::compile(
         &conditional("http://json-schema.org/draft-04/schema#"),
-        &Options::default(),
+        &spec(),
     )
     .expect("compiles");
     let words: Vec<&str> = c.warnings.iter().map(|w| w.keyword.as_str()).collect();
@@ -1301,14 +1298,14 @@ fn draft_4_has_no_conditionals() {
 #[test]
 fn unsupported_keywords_are_errors_unless_lenient() {
     let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true, "items": {"type": "integer"}}}});
-    let err = constrain_jsonschema::compile(&schema, &Options::default()).expect_err("unsupported");
+    let err = constrain_jsonschema::compile(&schema, &spec()).expect_err("unsupported");
     assert!(
         matches!(err, constrain_jsonschema::SchemaError::Unsupported { ref keyword, ref pointer, .. } if keyword == "uniqueItems" && pointer == "/properties/a"),
         "{err}"
     );
     let lenient = Options {
         lenient: true,
-        ..Options::default()
+        ..spec()
     };
     let c = constrain_jsonschema::compile(&schema, &lenient).expect("lenient compiles");
     assert!(c.warnings.iter().any(
@@ -1317,7 +1314,7 @@ fn unsupported_keywords_are_errors_unless_lenient() {
     // An email address may be short: the branches overlap, and an `email` enforced on a subset
     // of its addresses has no complement.
     let overlapping = json!({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "maxLength": 8}]});
-    let err = constrain_jsonschema::compile(&overlapping, &Options::default()).expect_err("oneOf");
+    let err = constrain_jsonschema::compile(&overlapping, &spec()).expect_err("oneOf");
     assert!(err.to_string().contains("oneOf"), "{err}");
     let c = constrain_jsonschema::compile(&overlapping, &lenient).expect("lenient compiles");
     assert!(c
@@ -1350,7 +1347,7 @@ fn min_properties_never_counts_a_repeated_undeclared_key_twice() {
     // `{"x": 1, "\u0078": 2}` has one property: undeclared members cannot make up two.
     let err = constrain_jsonschema::compile(
         &json!({"type": "object", "properties": {"a": {}}, "minProperties": 3}),
-        &Options::default(),
+        &spec(),
     )
     .unwrap_err();
     assert!(

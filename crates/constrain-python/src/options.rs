@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use constrain_engine::Limits;
 use constrain::{
-    AdditionalProperties, Escapes, PropertyOrder, SchemaOptions as Options, Separators,
+    AdditionalProperties, Escapes, Numbers, PropertyOrder, SchemaOptions as Options, Separators,
     Whitespace,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -17,7 +17,7 @@ use pyo3::types::{PyDict, PyString};
 
 /// The keywords `options_from_kwargs` understands, for the error message.
 const KEYWORDS: &str = "whitespace, max_whitespace, indent, separators, additional_properties, \
-                        strict, lenient, property_order, escapes, max_untyped_depth, \
+                        strict, lenient, property_order, escapes, numbers, max_untyped_depth, \
                         max_any_order_properties, assert_formats, max_compile_time, resources";
 
 /// The budgets (`constrain_engine::Limits`) from the keyword arguments named after them
@@ -128,6 +128,13 @@ pub fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(Opti
                     "any" => Escapes::Any,
                     "canonical" => Escapes::Canonical,
                     _ => return Err(bad("\"any\" or \"canonical\"")),
+                }
+            }
+            "numbers" => {
+                options.numbers = match value.extract::<String>()?.as_str() {
+                    "canonical" => Numbers::Canonical,
+                    "any" => Numbers::Any,
+                    _ => return Err(bad("\"canonical\" or \"any\"")),
                 }
             }
             "max_untyped_depth" => options.max_untyped_depth = value.extract()?,

@@ -90,7 +90,7 @@ pub use constrain_engine::{
 };
 pub use constrain_gbnf::GbnfError;
 pub use constrain_jsonschema::{
-    AdditionalProperties, Escapes, Options as SchemaOptions, PropertyOrder, SchemaError,
+    AdditionalProperties, Escapes, Numbers, Options as SchemaOptions, PropertyOrder, SchemaError,
     Separators, Warning, WarningKind, Whitespace,
 };
 pub use constrain_sampling::{

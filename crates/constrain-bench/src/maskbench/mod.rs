@@ -35,7 +35,7 @@ use anyhow::Context;
 use constrain_vocab::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::test_cases::{EscapesArg, PropertyOrderArg};
+use crate::test_cases::{EscapesArg, NumbersArg, PropertyOrderArg};
 use report::{Distribution, Summary};
 use runner::Bench;
 
@@ -81,6 +81,11 @@ pub struct Args {
     /// needs.
     #[arg(long, value_enum, default_value_t = EscapesArg::Canonical)]
     escapes: EscapesArg,
+    /// Which spellings of numbers the grammars accept. The instances keep the number text of
+    /// their files (`1.0` for an integer, `1e-05`...), and every valid one must be accepted,
+    /// hence `any`; `canonical` is the compiler's default for generation.
+    #[arg(long, value_enum, default_value_t = NumbersArg::Any)]
+    numbers: NumbersArg,
 }
 
 /// Runs the benchmark. Exits with 1 when a schema crashed or accepted an invalid instance.
@@ -133,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     constrain_jsonschema::Options {
                         property_order: args.property_order.into(),
                         escapes: args.escapes.into(),
+                        numbers: args.numbers.into(),
                         ..constrain_jsonschema::Options::default()
                     },
                 )?;

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::dataset;
 use super::sample::WalkLimits;
 use super::soundness_check::{check_schema, spread_sample, CheckOptions, SchemaCheck};
-use crate::test_cases::{EscapesArg, PropertyOrderArg};
+use crate::test_cases::{EscapesArg, NumbersArg, PropertyOrderArg};
 
 /// Arguments of `constrain bench soundness`.
 #[derive(clap::Args, Debug)]
@@ -45,6 +45,9 @@ pub struct Args {
     /// Which spellings of strings the grammars accept.
     #[arg(long, value_enum, default_value_t = EscapesArg::Any)]
     escapes: EscapesArg,
+    /// Which spellings of numbers the grammars accept.
+    #[arg(long, value_enum, default_value_t = NumbersArg::Any)]
+    numbers: NumbersArg,
 }
 
 /// Runs the check; exits with 1 when any document breaks its schema.
@@ -64,6 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         schema: constrain_jsonschema::Options {
             property_order: args.property_order.into(),
             escapes: args.escapes.into(),
+            numbers: args.numbers.into(),
             ..constrain_jsonschema::Options::default()
         },
         ..CheckOptions::default()

@@ -31,7 +31,11 @@ impl Default for CheckOptions {
             documents: 20,
             walk: WalkLimits::default(),
             limits: Limits::default(),
-            schema: constrain_jsonschema::Options::default(),
+            // Every spelling, as the walks have always drawn.
+            schema: constrain_jsonschema::Options {
+                numbers: constrain_jsonschema::Numbers::Any,
+                ..constrain_jsonschema::Options::default()
+            },
         }
     }
 }

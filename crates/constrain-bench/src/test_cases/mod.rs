@@ -90,6 +90,25 @@ impl From<EscapesArg> for constrain_jsonschema::Escapes {
     }
 }
 
+/// `--numbers`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum NumbersArg {
+    /// Spellings typed readers accept: integers as integer literals within 64 bits, no `-0`,
+    /// exponent notation only for very large or small magnitudes.
+    Canonical,
+    /// Every spelling JSON Schema allows (`1.0` and `-0` for integers, `1E+2`, ...).
+    Any,
+}
+
+impl From<NumbersArg> for constrain_jsonschema::Numbers {
+    fn from(arg: NumbersArg) -> Self {
+        match arg {
+            NumbersArg::Canonical => constrain_jsonschema::Numbers::Canonical,
+            NumbersArg::Any => constrain_jsonschema::Numbers::Any,
+        }
+    }
+}
+
 impl Args {
     /// The schema compiler's options these arguments ask for, with the documents a `$ref` may
     /// name: the suite's remotes, then `--resource`s (which take precedence).
@@ -104,6 +123,8 @@ impl Args {
         Ok(constrain_jsonschema::Options {
             property_order: self.property_order.into(),
             assert_formats: !self.format_annotation,
+            // Valid instances in any spelling must be accepted.
+            numbers: constrain_jsonschema::Numbers::Any,
             resources,
             ..constrain_jsonschema::Options::default()
         })

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::schema_resources::ResourceArg;
-use super::test_cases::{EscapesArg, PropertyOrderArg};
+use super::test_cases::{EscapesArg, NumbersArg, PropertyOrderArg};
 
 /// Shown after `--help`.
 pub const EXAMPLES: &str = "\
@@ -82,6 +82,16 @@ pub struct Args {
         help_heading = "Constraint"
     )]
     pub escapes: EscapesArg,
+    /// With --schema or --json: which spellings of numbers the output may use (`canonical`:
+    /// integers as integer literals within 64 bits, no `-0`, exponents only for very large or
+    /// small numbers, as typed readers accept; `any`: every spelling JSON Schema allows).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = NumbersArg::Canonical,
+        help_heading = "Constraint"
+    )]
+    pub numbers: NumbersArg,
     /// With --schema or --json: the deepest nesting of arrays and objects generated inside a
     /// value the schema does not describe (`{}`, `true`, an untyped `additionalProperties`).
     /// Any value is valid there, so a shallower one still is: the bound only keeps a model

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::schema_resources::ResourceArg;
-use super::test_cases::{EscapesArg, PropertyOrderArg};
+use super::test_cases::{EscapesArg, NumbersArg, PropertyOrderArg};
 
 /// Arguments of `constrain serve`.
 #[derive(clap::Args, Debug)]
@@ -88,6 +88,10 @@ pub struct Args {
     /// Which spellings of strings generated JSON may use.
     #[arg(long, value_enum, default_value_t = EscapesArg::Canonical)]
     pub escapes: EscapesArg,
+    /// Which spellings of numbers generated JSON may use (`canonical`: those typed readers
+    /// accept, integers as integer literals within 64 bits; `any`: every spelling allowed).
+    #[arg(long, value_enum, default_value_t = NumbersArg::Canonical)]
+    pub numbers: NumbersArg,
     /// A schema document that `$ref`s may name by URI (repeatable; nothing is ever fetched).
     #[arg(long, value_name = "URI=FILE")]
     pub resource: Vec<ResourceArg>,
@@ -170,6 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         separators: Some(constrain::Separators::python()),
         property_order: args.property_order.into(),
         escapes: args.escapes.into(),
+        numbers: args.numbers.into(),
         additional_properties: constrain::AdditionalProperties::Strict,
         resources: super::schema_resources::load(&args.resource)?,
         ..constrain::SchemaOptions::default()

@@ -10,7 +10,7 @@ use crate::error::{SchemaError, WarningKind};
 use crate::ir::{ArraySet, KeyRule, KeySet, Lit, Node, ObjectSet};
 use crate::json_text;
 use crate::number::Decimal;
-use crate::options::Escapes;
+use crate::options::{Escapes, Numbers};
 use crate::re::{CharSet, Re};
 
 /// Above this many characters of string literals, they are spelled only the way
@@ -30,8 +30,9 @@ impl Emitter<'_, '_> {
                     if let Some(d) = Decimal::from_json(n) {
                         // Draft 4 counts `1.0` as a number but not an integer: an integral
                         // literal is spelled without a fraction, so it stays an integer.
-                        let fraction_zeros = self.ctx.doc.draft != Draft::Draft4;
-                        numbers.push(number_literal(&d, fraction_zeros));
+                        let any = self.ctx.options.numbers == Numbers::Any;
+                        let fraction_zeros = any && self.ctx.doc.draft != Draft::Draft4;
+                        numbers.push(number_literal(&d, fraction_zeros, any));
                     }
                 }
                 Value::String(s) => strings.push(s.clone()),
@@ -102,11 +103,13 @@ impl Emitter<'_, '_> {
 }
 
 /// The plain spellings of `d`: its digits, with any number of trailing fraction zeros (for an
-/// integral `d`, none unless `fraction_zeros`).
-pub(crate) fn number_literal(d: &Decimal, fraction_zeros: bool) -> Re {
+/// integral `d`, none unless `fraction_zeros`); zero with a `-` only if `negative_zero`.
+pub(crate) fn number_literal(d: &Decimal, fraction_zeros: bool, negative_zero: bool) -> Re {
     let (int, frac) = d.abs().plain_parts();
     let zero = Re::class(CharSet::single('0'));
-    let sign = if d.is_zero() {
+    let sign = if d.is_zero() && !negative_zero {
+        Re::empty()
+    } else if d.is_zero() {
         Re::literal("-").optional()
     } else if d.is_negative() {
         Re::literal("-")

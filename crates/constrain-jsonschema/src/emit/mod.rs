@@ -307,7 +307,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.any_rules.insert(key, rule);
         let mut alts = vec![
             Expr::regex("null|true|false")?,
-            scalar::any_number()?,
+            scalar::any_number(self.ctx.options.numbers)?,
             scalar::any_string(self.ctx.options.escapes),
         ];
         if budget > 0 {

@@ -8,17 +8,22 @@ use crate::document::Draft;
 use crate::error::SchemaError;
 use crate::ir::{NumberSet, StringSet};
 use crate::json_text;
-use crate::number::{number_re, Decimal, Kind};
-use crate::options::Escapes;
+use std::cmp::Ordering;
+
+use crate::number::{compare, number_re, Bound, Decimal, Kind};
+use crate::options::{Escapes, Numbers};
 use crate::re::dfa::{self, Dfa};
 use crate::re::{unicode_class, CharSet, Re};
 use crate::strings::{string_language, string_re, StringLanguage};
 
-/// Any JSON number.
-pub(crate) fn any_number() -> Result<Expr, SchemaError> {
-    Ok(Expr::regex(
-        r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
-    )?)
+/// Any JSON number, in the spellings `spelling` allows.
+pub(crate) fn any_number(spelling: Numbers) -> Result<Expr, SchemaError> {
+    match spelling {
+        Numbers::Any => Ok(Expr::regex(
+            r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+        )?),
+        Numbers::Canonical => Ok(number_re(None, None, Kind::Number, spelling).to_expr()),
+    }
 }
 
 /// Any JSON string, quotes included.
@@ -58,14 +63,71 @@ pub(crate) fn string_of(re: &Re, escapes: Escapes, pointer: &str) -> Result<Expr
 /// Largest divisor (after scaling to an integer) `multipleOf` is compiled for.
 const MAX_DIVISOR: u128 = 10_000;
 
+/// The 64-bit signed range typed readers store integers in.
+const I64_MIN: &str = "-9223372036854775808";
+const I64_MAX: &str = "9223372036854775807";
+
+/// `n` (a set of integers) cut to the 64-bit signed range, or `None` when no integer of `n`'s
+/// range lies inside it (its bounds are then kept as they are: a schema that asks for larger
+/// integers still gets them).
+fn within_i64(n: &NumberSet) -> Option<NumberSet> {
+    let bound = |text: &str| {
+        Decimal::parse(text).map(|value| Bound {
+            value,
+            exclusive: false,
+        })
+    };
+    let (min, max) = (bound(I64_MIN)?, bound(I64_MAX)?);
+    let lo = match &n.lo {
+        Some(lo) if compare(&lo.value, &min.value) != Ordering::Less => lo.clone(),
+        _ => min,
+    };
+    let hi = match &n.hi {
+        Some(hi) if compare(&hi.value, &max.value) != Ordering::Greater => hi.clone(),
+        _ => max,
+    };
+    if number_re(Some(&lo), Some(&hi), Kind::Integer, Numbers::Any).is_nothing() {
+        return None;
+    }
+    Some(NumberSet {
+        lo: Some(lo),
+        hi: Some(hi),
+        ..n.clone()
+    })
+}
+
 impl Emitter<'_, '_> {
     pub(crate) fn number(&mut self, n: &NumberSet) -> Result<Expr, SchemaError> {
-        let kind = match (n.integer, self.ctx.doc.draft) {
-            (false, _) => Kind::Number,
-            (true, Draft::Draft4) => Kind::PlainInteger,
-            (true, _) => Kind::Integer,
+        let spelling = self.ctx.options.numbers;
+        if spelling == Numbers::Canonical && n.integer {
+            // Within 64 bits where that leaves some multiple of every `multipleOf`; past
+            // them otherwise, rather than nothing.
+            if let Some(inside) = within_i64(n) {
+                if let Some(expr) = self.number_spelled(&inside, true)? {
+                    return Ok(expr);
+                }
+            }
+        }
+        Ok(self.number_spelled(n, false)?.unwrap_or_else(Expr::nothing))
+    }
+
+    /// The terminal of the numbers of `n`; `None` when it is empty and `or_none` asks so.
+    fn number_spelled(
+        &mut self,
+        n: &NumberSet,
+        or_none: bool,
+    ) -> Result<Option<Expr>, SchemaError> {
+        let spelling = self.ctx.options.numbers;
+        // A canonical integer is an integer literal, also where `multipleOf` alone makes the
+        // values integers.
+        let integral = n.integer || n.multiple_of.iter().any(Decimal::is_integer);
+        let kind = match (integral, n.integer, spelling, self.ctx.doc.draft) {
+            (true, _, Numbers::Canonical, _) => Kind::PlainInteger,
+            (_, false, _, _) => Kind::Number,
+            (_, true, _, Draft::Draft4) => Kind::PlainInteger,
+            (_, true, _, _) => Kind::Integer,
         };
-        let mut re = number_re(n.lo.as_ref(), n.hi.as_ref(), kind);
+        let mut re = number_re(n.lo.as_ref(), n.hi.as_ref(), kind, spelling);
         if n.fractional {
             re = self.restrict_number(re, fractional_re(), "type")?;
         }
@@ -84,7 +146,7 @@ impl Emitter<'_, '_> {
             }
         }
         if divisors.is_empty() {
-            return Ok(re.to_expr());
+            return Ok(Some(re.to_expr()));
         }
         if !n.not_multiple_of.is_empty() {
             // The automaton knows plain spellings only: `1e1` is not one, yet a multiple of 5.
@@ -94,7 +156,7 @@ impl Emitter<'_, '_> {
             Ok(d) => d.minimize(),
             Err(e) => {
                 self.unsupported(divisors[0].1, format!("{e}"))?;
-                return Ok(re.to_expr());
+                return Ok(Some(re.to_expr()));
             }
         };
         for (d, keyword) in &divisors {
@@ -103,11 +165,14 @@ impl Emitter<'_, '_> {
                 Err(e) => self.unsupported(keyword, format!("{e}"))?,
             }
         }
+        if or_none && automaton.is_empty() {
+            return Ok(None);
+        }
         // The expression of several remainders at once can be far larger than their
         // automaton: past the expression budget, the automaton itself is the terminal.
         match automaton.to_re() {
-            Ok(r) => Ok(r.to_expr()),
-            Err(_) => Ok(Expr::graph(number_graph(&automaton)?)),
+            Ok(r) => Ok(Some(r.to_expr())),
+            Err(_) => Ok(Some(Expr::graph(number_graph(&automaton)?))),
         }
     }
 

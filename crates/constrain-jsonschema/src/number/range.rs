@@ -4,8 +4,10 @@
 //! position (the classic digit-range construction, extended to fractions, where trailing zeros
 //! do not change the value). Exponent notation is added where a range is decided by the sign
 //! alone (no bounds, or bounds at zero); elsewhere it is left out, which keeps the grammar
-//! sound.
+//! sound. Under [`Numbers::Canonical`] zero has no sign and exponent notation is limited to
+//! long numbers (see there).
 
+use crate::options::Numbers;
 use crate::re::{CharSet, Re};
 
 use super::decimal::{compare, Decimal};
@@ -318,8 +320,13 @@ fn digits_between(
     Re::alt(alts)
 }
 
-/// The spellings of the numbers of `kind` between the bounds.
-pub(crate) fn number_re(lo: Option<&Bound>, hi: Option<&Bound>, kind: Kind) -> Re {
+/// The spellings of the numbers of `kind` between the bounds that `spelling` allows.
+pub(crate) fn number_re(
+    lo: Option<&Bound>,
+    hi: Option<&Bound>,
+    kind: Kind,
+    spelling: Numbers,
+) -> Re {
     let integer = kind.integer();
     // Integer bounds become inclusive integers.
     let (lo, hi) = if integer {
@@ -369,15 +376,19 @@ pub(crate) fn number_re(lo: Option<&Bound>, hi: Option<&Bound>, kind: Kind) -> R
         })
     };
     let mut alts = Vec::new();
-    // Zero, with or without a sign.
+    // Zero, with a sign unless canonical (`-0.0` reads as a negative float).
     if admits(&zero) {
         let zero_kind = if kind == Kind::Number {
             Kind::Integer
         } else {
             kind
         };
+        let sign = match spelling {
+            Numbers::Any => Re::literal("-").optional(),
+            Numbers::Canonical => Re::empty(),
+        };
         alts.push(Re::concat(vec![
-            Re::literal("-").optional(),
+            sign,
             Re::literal("0"),
             any_frac(zero_kind),
         ]));
@@ -438,15 +449,65 @@ pub(crate) fn number_re(lo: Option<&Bound>, hi: Option<&Bound>, kind: Kind) -> R
         ]));
     }
     if !integer {
-        alts.push(exponent_forms(lo.as_ref(), hi.as_ref()));
+        alts.push(match spelling {
+            Numbers::Any => exponent_forms(lo.as_ref(), hi.as_ref()),
+            Numbers::Canonical => long_exponent_forms(lo.as_ref(), hi.as_ref()),
+        });
     }
     Re::alt(alts)
 }
 
+/// Whether the bounds leave the range decided by the sign alone, where exponent notation is
+/// exact without comparing magnitudes.
+fn decided_by_sign(lo: Option<&Bound>, hi: Option<&Bound>) -> bool {
+    let at_zero = |b: Option<&Bound>| b.is_none_or(|b| b.value.is_zero());
+    at_zero(lo) && at_zero(hi)
+}
+
+/// Exponent notation as JavaScript's `JSON.stringify` writes it, for numbers of magnitude at
+/// least `1e21` or below `1e-6` (plain digits spell the others, and spell these too): a
+/// non-zero digit, a fraction not ending in 0, `e`, and an exponent of at least 21 (optionally
+/// with `+`) or at most -7, without leading zeros. Zero is never written so.
+fn long_exponent_forms(lo: Option<&Bound>, hi: Option<&Bound>) -> Re {
+    if !decided_by_sign(lo, hi) {
+        return Re::nothing();
+    }
+    let mantissa = Re::concat(vec![
+        digit(1, 9),
+        Re::concat(vec![Re::literal("."), digits(0, None), digit(1, 9)]).optional(),
+    ]);
+    // 21..=99 and every exponent of three digits or more.
+    let large = Re::alt(vec![
+        Re::concat(vec![digit(2, 2), digit(1, 9)]),
+        Re::concat(vec![digit(3, 9), digit(0, 9)]),
+        Re::concat(vec![digit(1, 9), digits(2, None)]),
+    ]);
+    // 7..=9 and every exponent of two digits or more.
+    let small = Re::alt(vec![
+        digit(7, 9),
+        Re::concat(vec![digit(1, 9), digits(1, None)]),
+    ]);
+    let exp = Re::concat(vec![
+        Re::literal("e"),
+        Re::alt(vec![
+            Re::concat(vec![Re::literal("+").optional(), large]),
+            Re::concat(vec![Re::literal("-"), small]),
+        ]),
+    ]);
+    let mut alts = Vec::new();
+    // Bounds are at zero or absent: positives need no upper bound, negatives no lower one.
+    if hi.is_none() {
+        alts.push(mantissa.clone());
+    }
+    if lo.is_none() {
+        alts.push(Re::concat(vec![Re::literal("-"), mantissa]));
+    }
+    Re::concat(vec![Re::alt(alts), exp])
+}
+
 /// Exponent notation, where the range is decided by the sign alone.
 fn exponent_forms(lo: Option<&Bound>, hi: Option<&Bound>) -> Re {
-    let at_zero = |b: Option<&Bound>| b.is_none_or(|b| b.value.is_zero());
-    if !at_zero(lo) || !at_zero(hi) {
+    if !decided_by_sign(lo, hi) {
         return Re::nothing();
     }
     let exp = Re::concat(vec![
@@ -538,6 +599,7 @@ mod tests {
             lo.as_ref(),
             hi.as_ref(),
             if integer { Kind::Integer } else { Kind::Number },
+            Numbers::Any,
         );
         let m = matcher(&re);
         for s in samples() {
@@ -600,13 +662,14 @@ mod tests {
             }),
             None,
             Kind::Number,
+            Numbers::Any,
         ));
         assert!(m.is_match("1e5") && m.is_match("0E-3") && !m.is_match("-1e2"));
-        let m = matcher(&number_re(None, None, Kind::Number));
+        let m = matcher(&number_re(None, None, Kind::Number, Numbers::Any));
         assert!(m.is_match("-1.5E+10"));
-        let m = matcher(&number_re(None, None, Kind::PlainInteger));
+        let m = matcher(&number_re(None, None, Kind::PlainInteger, Numbers::Any));
         assert!(m.is_match("12") && !m.is_match("12.0") && m.is_match("-0"));
-        let m = matcher(&number_re(None, None, Kind::Integer));
+        let m = matcher(&number_re(None, None, Kind::Integer, Numbers::Any));
         assert!(
             m.is_match("-12") && m.is_match("3.000") && !m.is_match("1e2") && !m.is_match("01")
         );

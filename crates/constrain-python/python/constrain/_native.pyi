@@ -95,6 +95,7 @@ def compile_json_schema(
     lenient: bool = False,
     property_order: str = "schema",
     escapes: str = "any",
+    numbers: str = "canonical",
     max_untyped_depth: Optional[int] = None,
     max_any_order_properties: int = 6,
     assert_formats: bool = True,
@@ -111,6 +112,7 @@ def compile_any_json(
     indent: Optional[int] = None,
     separators: Optional[tuple[str, str]] = None,
     escapes: str = "any",
+    numbers: str = "canonical",
     max_untyped_depth: Optional[int] = None,
 ) -> CompiledGrammar:
     """Compiles a grammar of every JSON value."""

@@ -85,7 +85,8 @@ fn read_source(path: &Path, what: &str, limits: &Limits) -> anyhow::Result<Strin
 }
 
 /// The specification's semantics, in one fixed layout: one line, `", "` and `": "` between
-/// items, strings spelled canonically unless `--escapes any` (as Python's `json.dumps` writes).
+/// items, strings spelled canonically unless `--escapes any` (as Python's `json.dumps` writes),
+/// numbers as typed readers accept them unless `--numbers any`.
 /// Small models given any freedom in whitespace tend to spend their tokens on newlines and
 /// indentation instead of content, and given escapes, on `\u0061`-style spellings.
 fn schema_options(args: &Args) -> SchemaOptions {
@@ -94,6 +95,7 @@ fn schema_options(args: &Args) -> SchemaOptions {
         separators: Some(Separators::python()),
         property_order: args.property_order.into(),
         escapes: args.escapes.into(),
+        numbers: args.numbers.into(),
         max_untyped_depth: args.max_untyped_depth,
         ..SchemaOptions::default()
     }
