@@ -65,7 +65,7 @@ fn compile_constraint(
     match py.detach(move || constraint.compile_for(index, &options)) {
         Ok(compiled) => Ok(PyCompiledGrammar {
             inner: compiled.grammar,
-            warnings: compiled.warnings,
+            warnings: compiled.warnings.iter().map(|w| w.to_string()).collect(),
         }),
         Err(e) => Err(constrain_error(py, &e)),
     }

@@ -679,7 +679,7 @@ async fn run(
                 "strict": used.strict,
                 "triggered_by": used.triggered.then_some(tools::CALL_OPEN),
                 "cached": cached,
-                "warnings": compiled.warnings,
+                "warnings": compiled.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
             });
             Some(if used.triggered {
                 ConstraintKind::Triggered(state.trigger.clone(), compiled.grammar.clone())

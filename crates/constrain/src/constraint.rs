@@ -15,7 +15,7 @@ use constrain_engine::{
     TokenIndex,
 };
 use constrain_gbnf::GbnfError;
-use constrain_jsonschema::{Options as SchemaOptions, SchemaError};
+use constrain_jsonschema::{Options as SchemaOptions, SchemaError, Warning};
 use constrain_sampling::SamplingError;
 use serde_json::Value;
 use thiserror::Error;
@@ -109,8 +109,8 @@ pub struct Built {
     /// The grammar.
     pub grammar: Grammar,
     /// What is accepted but not enforced exactly (ignored annotations, unknown formats,
-    /// narrowed bounds), one message each.
-    pub warnings: Vec<String>,
+    /// narrowed bounds), each with its kind and place.
+    pub warnings: Vec<Warning>,
 }
 
 /// A compiled constraint with what the compiler noted about it.
@@ -118,8 +118,8 @@ pub struct Built {
 pub struct Compilation {
     /// The grammar, bound to the vocabulary (its first mask computed).
     pub grammar: Arc<CompiledGrammar>,
-    /// What is accepted but not enforced exactly, one message each.
-    pub warnings: Vec<String>,
+    /// What is accepted but not enforced exactly, each with its kind and place.
+    pub warnings: Vec<Warning>,
     /// How long compilation took.
     pub took: Duration,
 }
@@ -220,7 +220,7 @@ pub fn parse_schema(text: &str, limits: &Limits) -> Result<Value, Error> {
 struct Builder<'a> {
     options: &'a CompileOptions,
     started: Instant,
-    warnings: &'a mut Vec<String>,
+    warnings: &'a mut Vec<Warning>,
     /// The leaves embedded in the composed grammar so far, by key: a part that appears twice
     /// (a tool call's schema, first and after a separator) is compiled and embedded once.
     embedded: HashMap<String, RuleId>,
@@ -264,8 +264,7 @@ impl Builder<'_> {
 
     fn schema(&mut self, schema: &Value, options: &SchemaOptions) -> Result<Grammar, Error> {
         let compiled = constrain_jsonschema::compile_with_limits(schema, options, &self.limits())?;
-        self.warnings
-            .extend(compiled.warnings.iter().map(|w| w.to_string()));
+        self.warnings.extend(compiled.warnings);
         Ok(compiled.grammar)
     }
 

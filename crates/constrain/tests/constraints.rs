@@ -186,7 +186,7 @@ fn warnings_travel_with_the_compilation() {
         .compile_for(index(), &options())
         .unwrap();
     assert_eq!(compiled.warnings.len(), 1, "{:?}", compiled.warnings);
-    assert!(compiled.warnings[0].contains("no-such-format"));
+    assert!(compiled.warnings[0].to_string().contains("no-such-format"));
 }
 
 #[test]

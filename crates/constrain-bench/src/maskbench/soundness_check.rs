@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use constrain::{Constraint, WarningKind};
 use constrain_engine::{CompiledGrammar, Limits, Matcher, TokenIndex};
-use constrain_jsonschema::WarningKind;
 use serde_json::Value;
 
 use super::json_text::Json;
@@ -22,7 +22,7 @@ pub struct CheckOptions {
     /// Engine budgets.
     pub limits: Limits,
     /// The schema compiler's options.
-    pub schema: constrain_jsonschema::Options,
+    pub schema: constrain::SchemaOptions,
 }
 
 impl Default for CheckOptions {
@@ -32,9 +32,9 @@ impl Default for CheckOptions {
             walk: WalkLimits::default(),
             limits: Limits::default(),
             // Every spelling, as the walks have always drawn.
-            schema: constrain_jsonschema::Options {
-                numbers: constrain_jsonschema::Numbers::Any,
-                ..constrain_jsonschema::Options::default()
+            schema: constrain::SchemaOptions {
+                numbers: constrain::Numbers::Any,
+                ..constrain::SchemaOptions::default()
             },
         }
     }
@@ -92,7 +92,11 @@ pub fn check_schema(
     index: &Arc<TokenIndex>,
     options: &CheckOptions,
 ) -> SchemaCheck {
-    let compiled = match constrain_jsonschema::compile(schema, &options.schema) {
+    let front_end = constrain::CompileOptions {
+        schema: options.schema.clone(),
+        limits: constrain::Limits::default(),
+    };
+    let compiled = match Constraint::JsonSchema(schema.clone()).build(&front_end) {
         Ok(compiled) => compiled,
         Err(err) => return SchemaCheck::NotCompiled(err.to_string()),
     };
@@ -443,7 +447,7 @@ fn reference_number(text: &str, integral_floats_are_integers: bool) -> Option<se
 /// (annotations it does not enforce, by its documented policy).
 fn reference_validator(
     schema: &Value,
-    warnings: &[constrain_jsonschema::Warning],
+    warnings: &[constrain::Warning],
 ) -> Result<jsonschema::Validator, String> {
     let mut options = jsonschema::options().should_validate_formats(true);
     for warning in warnings
