@@ -110,11 +110,10 @@ impl GrammarCache {
     /// A cache of at most `capacity` grammars; each compilation gets `budget`.
     pub fn new(
         index: Arc<TokenIndex>,
-        mut schema_options: constrain_jsonschema::Options,
+        schema_options: constrain_jsonschema::Options,
         budget: Duration,
         capacity: usize,
     ) -> GrammarCache {
-        schema_options.max_compile_time = Some(budget);
         let limits = Limits {
             max_compile_time: Some(budget),
             ..Limits::default()
@@ -132,7 +131,6 @@ impl GrammarCache {
     /// The cache with these budgets for every compilation (source size, schema depth,
     /// automaton sizes); their compile time replaces the budget given to [`GrammarCache::new`].
     pub fn with_limits(mut self, limits: Limits) -> GrammarCache {
-        self.schema_options.max_compile_time = limits.max_compile_time;
         self.limits = limits;
         self
     }
