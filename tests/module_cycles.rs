@@ -259,14 +259,15 @@ fn resolve(krate: &Crate, path: &[String], depth: usize) -> ModPath {
 fn read_module(krate: &mut Crate, file_module: &ModPath, tokens: &[String]) {
     // The modules open at this point, with the brace depth at which each one closes.
     let mut stack: Vec<(ModPath, usize)> = vec![(file_module.clone(), 0)];
-    let mut depth = 0;
+    let mut depth: usize = 0;
     let mut i = 0;
     while i < tokens.len() {
         let current = stack.last().unwrap().0.clone();
         match tokens[i].as_str() {
             "{" => depth += 1,
             "}" => {
-                depth -= 1;
+                // Braces inside macro bodies need not balance in the tokens kept here.
+                depth = depth.saturating_sub(1);
                 if stack.len() > 1 && stack.last().unwrap().1 == depth {
                     stack.pop();
                 }
