@@ -213,14 +213,13 @@ pub fn schema_options(
         } else {
             Numbers::Any
         },
-        max_compile_time: Some(COMPILE_TIME),
         resources: Default::default(),
     })
 }
 
 /// Compiles a schema and walks the grammar: the body of both JSON Schema targets.
 pub fn check_schema(schema: &Value, options: &constrain_jsonschema::Options, choices: &[u8]) {
-    let Ok(compiled) = constrain_jsonschema::compile(schema, options) else {
+    let Ok(compiled) = constrain_jsonschema::compile_with_limits(schema, options, &limits()) else {
         return;
     };
     if let Some(grammar) = compile(&compiled.grammar) {

@@ -154,7 +154,9 @@ pub fn matcher(data: &[u8]) {
         let Ok(schema) = super::small_schema(&mut u, 3) else {
             return;
         };
-        let Ok(compiled) = constrain_jsonschema::compile(&schema, &options) else {
+        let Ok(compiled) =
+            constrain_jsonschema::compile_with_limits(&schema, &options, &super::limits())
+        else {
             return;
         };
         (compiled.grammar, None)

@@ -8,7 +8,7 @@
 
 use smallvec::SmallVec;
 
-use crate::error::{GrammarError, MatchError};
+use crate::error::{Budget, GrammarError, MatchError};
 use crate::grammar::Cfg;
 use crate::interner::IdsByHash;
 use crate::lexer::{LexId, Lexer, LEX_DEAD};
@@ -79,8 +79,8 @@ impl Automaton {
         });
         debug_assert_eq!(dead.ok(), Some(DEAD));
         automaton.initial = automaton.initial_state().map_err(|e| match e {
-            MatchError::LimitExceeded { what, limit } => {
-                GrammarError::LimitExceeded { what, limit }
+            MatchError::LimitExceeded { budget, limit } => {
+                GrammarError::LimitExceeded { budget, limit }
             }
             other => GrammarError::Unsupported {
                 what: other.to_string(),
@@ -192,7 +192,7 @@ impl Automaton {
         }
         if self.configs.len() >= self.max_states {
             return Err(MatchError::LimitExceeded {
-                what: "matcher states",
+                budget: Budget::States,
                 limit: self.max_states,
             });
         }

@@ -1,6 +1,7 @@
 //! Byte and character predicates the whole engine shares: which bytes are text, which
-//! characters a JSON string holds unescaped, and the nested byte alphabets over which the
-//! mask walks take whole subtrees. A leaf: it depends on no other module.
+//! characters a JSON string holds unescaped, the nested byte alphabets over which the mask
+//! walks take whole subtrees, and the bytes that stand for a special token. A leaf: it depends
+//! on no other module.
 
 /// Characters a JSON string holds unescaped: what string bodies, free text and
 /// most of a vocabulary (every script, not only ASCII) are made of. A walk that reaches a state
@@ -54,6 +55,15 @@ pub(crate) fn alphabet_of(b: u8) -> u8 {
         _ if is_text_byte(b) => 3,
         _ => NO_ALPHABET,
     }
+}
+
+/// The first byte of a special token's encoding (never part of UTF-8 text).
+pub const SPECIAL_TOKEN_MARKER: u8 = 0xFF;
+
+/// The five bytes that stand for special token `id` inside grammars and token tries.
+pub fn special_token_bytes(id: u32) -> [u8; 5] {
+    let [a, b, c, d] = id.to_be_bytes();
+    [SPECIAL_TOKEN_MARKER, a, b, c, d]
 }
 
 #[cfg(test)]

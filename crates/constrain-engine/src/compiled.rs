@@ -119,8 +119,8 @@ impl CompiledGrammar {
                 // be freed.
                 crate::free_in_background(compiled);
                 Err(match e {
-                    MatchError::LimitExceeded { what, limit } => {
-                        GrammarError::LimitExceeded { what, limit }
+                    MatchError::LimitExceeded { budget, limit } => {
+                        GrammarError::LimitExceeded { budget, limit }
                     }
                     other => GrammarError::Unsupported {
                         what: format!("the first mask: {other}"),

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{Automaton, StateId};
-use crate::error::MatchError;
+use crate::error::{Budget, MatchError};
 use crate::lexer::{LexId, Lexer, LEX_DEAD};
 use crate::parser::{Parser, RowId, SymAt};
 use crate::token_index::TokenIndex;
@@ -226,7 +226,7 @@ impl Completions {
                 parent.insert(next, (state, self.class_bytes[class]));
                 if parent.len() > MAX_SEARCH_STATES {
                     return Err(MatchError::LimitExceeded {
-                        what: "lexer states searched for a shortest completion",
+                        budget: Budget::CompletionSearch,
                         limit: MAX_SEARCH_STATES,
                     });
                 }

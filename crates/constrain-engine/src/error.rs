@@ -50,10 +50,10 @@ pub enum GrammarError {
         rule: String,
     },
     /// A compilation budget was exhausted (see [`Limits`](crate::Limits)).
-    #[error("grammar too large: {what} exceeds the limit of {limit}")]
+    #[error("grammar too large: {budget} exceeds the limit of {limit}")]
     LimitExceeded {
         /// Which budget.
-        what: &'static str,
+        budget: Budget,
         /// Its value.
         limit: usize,
     },
@@ -119,12 +119,113 @@ pub enum MatchError {
         /// The budget.
         budget: usize,
     },
-    /// A run-time budget of the lazily built automaton was exhausted (see [`Limits`](crate::Limits)).
-    #[error("automaton too large: {what} exceeds the limit of {limit}")]
+    /// A run-time budget of the lazily built automaton was exhausted (see
+    /// [`Limits`](crate::Limits)).
+    #[error("automaton too large: {budget} exceeds the limit of {limit}")]
     LimitExceeded {
         /// Which budget.
-        what: &'static str,
+        budget: Budget,
         /// Its value.
         limit: usize,
     },
+}
+
+/// Which budget an error says was exceeded ([`GrammarError::LimitExceeded`],
+/// [`MatchError::LimitExceeded`], and the front-ends' errors for the budgets of
+/// [`Limits`](crate::Limits) they check): a value to match on, where a caller treats one budget
+/// apart (a server that answers a compile-time overrun with its own advice).
+///
+/// Most budgets are a field of `Limits`, named by [`Budget::limit_name`] as
+/// [`Limits::set`](crate::Limits::set) and `--limit NAME=VALUE` name them; a few are fixed
+/// bounds of the engine. `Display` gives the words the error messages use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Budget {
+    /// `Limits::max_source_bytes`.
+    SourceBytes,
+    /// `Limits::max_schema_depth`.
+    SchemaDepth,
+    /// `Limits::max_compile_time`; the error's limit is in milliseconds.
+    CompileTime,
+    /// `Limits::max_terminal_nfa_bytes`.
+    TerminalNfaBytes,
+    /// `Limits::max_total_nfa_bytes`.
+    TotalNfaBytes,
+    /// `Limits::max_inline_size`: a regular expression too large to inline that cannot be
+    /// split into rules either.
+    InlineSize,
+    /// `Limits::max_lexer_states`.
+    LexerStates,
+    /// `Limits::max_rows`.
+    Rows,
+    /// `Limits::max_items_per_row`.
+    ItemsPerRow,
+    /// `Limits::max_states`.
+    States,
+    /// `Limits::max_grammar_size`, for the lowered grammar.
+    GrammarSize,
+    /// `Limits::max_grammar_size`, for the copies a counted repetition makes.
+    RepetitionCount,
+    /// Twice `Limits::max_grammar_size`, for the grammar once unordered items are expanded.
+    ExpandedGrammarSize,
+    /// Fixed: how deep [`Expr`](crate::Expr)s nest (the lowering recurses that deep).
+    ExprNesting,
+    /// Fixed: lexer states searched for one shortest completion.
+    CompletionSearch,
+    /// Fixed: NFA states times edges of a graph with edge bounds (counted states are numbered
+    /// in 31 bits).
+    CountedGraph,
+}
+
+impl Budget {
+    /// The name of the `Limits` field that sets this budget (as `Limits::set` and
+    /// `--limit NAME=VALUE` take it); `None` for the fixed bounds.
+    ///
+    /// ```
+    /// use constrain_engine::{Budget, Limits};
+    /// assert_eq!(Budget::CompileTime.limit_name(), Some("max_compile_time"));
+    /// assert!(Limits::NAMES.iter().any(|(n, _)| Some(*n) == Budget::Rows.limit_name()));
+    /// assert_eq!(Budget::ExprNesting.limit_name(), None);
+    /// ```
+    pub fn limit_name(self) -> Option<&'static str> {
+        Some(match self {
+            Budget::SourceBytes => "max_source_bytes",
+            Budget::SchemaDepth => "max_schema_depth",
+            Budget::CompileTime => "max_compile_time",
+            Budget::TerminalNfaBytes => "max_terminal_nfa_bytes",
+            Budget::TotalNfaBytes => "max_total_nfa_bytes",
+            Budget::InlineSize => "max_inline_size",
+            Budget::LexerStates => "max_lexer_states",
+            Budget::Rows => "max_rows",
+            Budget::ItemsPerRow => "max_items_per_row",
+            Budget::States => "max_states",
+            Budget::GrammarSize | Budget::RepetitionCount | Budget::ExpandedGrammarSize => {
+                "max_grammar_size"
+            }
+            Budget::ExprNesting | Budget::CompletionSearch | Budget::CountedGraph => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Budget::SourceBytes => "source text (bytes)",
+            Budget::SchemaDepth => "nesting depth",
+            Budget::CompileTime => "compile time (ms)",
+            Budget::TerminalNfaBytes => "NFA size of one terminal (bytes)",
+            Budget::TotalNfaBytes => "NFA size of all terminals (bytes)",
+            Budget::InlineSize => "size of one regular expression (HIR nodes)",
+            Budget::LexerStates => "lexer states",
+            Budget::Rows => "parser rows",
+            Budget::ItemsPerRow => "Earley items in one row",
+            Budget::States => "matcher states",
+            Budget::GrammarSize => "lowered grammar size",
+            Budget::RepetitionCount => "repetition count",
+            Budget::ExpandedGrammarSize => "grammar size with unordered items expanded",
+            Budget::ExprNesting => "expression nesting",
+            Budget::CompletionSearch => "lexer states searched for a shortest completion",
+            Budget::CountedGraph => "NFA states times edges of a graph with edge bounds",
+        })
+    }
 }

@@ -38,15 +38,16 @@ mod text_run;
 mod token_index;
 mod transitions;
 
+pub use bytes::{special_token_bytes, SPECIAL_TOKEN_MARKER};
 pub use compiled::CompiledGrammar;
 pub use completion::Completion;
 pub use discard::{free_in_background, wait_for_background_frees};
-pub use error::{GrammarError, MatchError};
+pub use error::{Budget, GrammarError, MatchError};
 pub use grammar::{
-    special_token_bytes, Expr, Grammar, GrammarBuilder, GraphState, RegexGraph, RuleId, Unordered,
-    UnorderedMember, MAX_EDGE_BOUND, MAX_EDGE_BOUND_WORK, SPECIAL_TOKEN_MARKER,
+    Expr, Grammar, GrammarBuilder, GraphState, RegexGraph, RuleId, Unordered, UnorderedMember,
+    MAX_EDGE_BOUND, MAX_EDGE_BOUND_WORK,
 };
-pub use limits::{Limits, COMPILE_TIME, SOURCE_BYTES};
+pub use limits::Limits;
 pub use matcher::{fill_masks, Matcher};
 pub use text_check::{BoundTextCheck, CheckState, TextCheck};
 pub use token_index::TokenIndex;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{GrammarError, MatchError};
+use crate::error::{Budget, GrammarError, MatchError};
 
 /// Nesting limit for parsed regular expressions.
 pub(crate) const REGEX_NEST_LIMIT: u32 = 250;
@@ -181,7 +181,7 @@ impl Limits {
     pub fn check_source_len(&self, len: usize) -> Result<(), GrammarError> {
         if len > self.max_source_bytes {
             return Err(GrammarError::LimitExceeded {
-                what: SOURCE_BYTES,
+                budget: Budget::SourceBytes,
                 limit: self.max_source_bytes,
             });
         }
@@ -197,13 +197,6 @@ impl Limits {
         }
     }
 }
-
-/// What a [`GrammarError::LimitExceeded`] calls [`Limits::max_source_bytes`].
-pub const SOURCE_BYTES: &str = "source text (bytes)";
-
-/// What a [`GrammarError::LimitExceeded`] (and the JSON Schema compiler's `TooComplex`) calls
-/// the compile-time budget; its limit is in milliseconds.
-pub const COMPILE_TIME: &str = "compile time (ms)";
 
 /// When a compilation started and when it must give up.
 #[derive(Clone, Copy, Debug)]
@@ -242,7 +235,7 @@ impl Deadline {
     /// An error once the deadline has passed, for the lazily built parts.
     pub(crate) fn check_match(&self) -> Result<(), MatchError> {
         self.check().map_err(|_| MatchError::LimitExceeded {
-            what: COMPILE_TIME,
+            budget: Budget::CompileTime,
             limit: usize::try_from(self.limit.as_millis()).unwrap_or(usize::MAX),
         })
     }
@@ -251,7 +244,7 @@ impl Deadline {
     pub(crate) fn check(&self) -> Result<(), GrammarError> {
         match self.at {
             Some(at) if Instant::now() >= at => Err(GrammarError::LimitExceeded {
-                what: COMPILE_TIME,
+                budget: Budget::CompileTime,
                 limit: usize::try_from(self.limit.as_millis()).unwrap_or(usize::MAX),
             }),
             _ => Ok(()),

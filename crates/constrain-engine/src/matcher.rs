@@ -6,10 +6,10 @@ use constrain_vocab::TokenKind;
 use rayon::prelude::*;
 
 use crate::automaton::{Automaton, StateId, DEAD};
+use crate::bytes::special_token_bytes;
 use crate::compiled::CompiledGrammar;
 use crate::completion::Completion;
 use crate::error::MatchError;
-use crate::grammar::special_token_bytes;
 use crate::text_check::CheckState;
 
 /// Longest run of forced bytes looked at by [`Matcher::forced_tokens`].

@@ -13,7 +13,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use crate::error::MatchError;
+use crate::error::{Budget, MatchError};
 use crate::grammar::{Cfg, Family, Sym};
 use crate::interner::IdsByHash;
 
@@ -368,7 +368,7 @@ impl Parser {
             }
             if items.len() >= self.max_items {
                 return Err(MatchError::LimitExceeded {
-                    what: "Earley items in one row",
+                    budget: Budget::ItemsPerRow,
                     limit: self.max_items,
                 });
             }
@@ -434,7 +434,7 @@ impl Parser {
         }
         if self.rows.len() >= self.max_rows {
             return Err(MatchError::LimitExceeded {
-                what: "parser rows",
+                budget: Budget::Rows,
                 limit: self.max_rows,
             });
         }
@@ -545,7 +545,7 @@ impl Tables {
         }
         if self.syms.len() > self.max_syms {
             return Err(MatchError::LimitExceeded {
-                what: "grammar size with unordered items expanded",
+                budget: Budget::ExpandedGrammarSize,
                 limit: self.max_syms,
             });
         }

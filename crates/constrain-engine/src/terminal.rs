@@ -28,7 +28,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::bytes::{is_string_byte, is_text_byte};
-use crate::error::MatchError;
+use crate::error::{Budget, MatchError};
 use crate::grammar::{any_bit_in, fingerprint, same_hir, RegexGraph, Terminal};
 use crate::limits::{Deadline, Limits};
 
@@ -419,7 +419,7 @@ impl Terminals {
             // Members number every count of every state, and the uncounted ones.
             if u64::from(c.max + 2) * u64::from(c.states) > u64::from(u32::MAX >> 1) {
                 return Err(MatchError::LimitExceeded {
-                    what: "NFA states times edges of a graph with edge bounds",
+                    budget: Budget::CountedGraph,
                     limit: (u32::MAX >> 1) as usize,
                 });
             }
@@ -443,7 +443,7 @@ impl Terminals {
         let nfa = built.map_err(|e| {
             if e.size_limit().is_some() {
                 MatchError::LimitExceeded {
-                    what: "NFA size of one terminal (bytes)",
+                    budget: Budget::TerminalNfaBytes,
                     limit: self.max_terminal_nfa_bytes,
                 }
             } else {
@@ -456,7 +456,7 @@ impl Terminals {
         self.nfa_bytes += nfa.memory_usage();
         if self.nfa_bytes > self.max_total_nfa_bytes {
             return Err(MatchError::LimitExceeded {
-                what: "NFA size of all terminals (bytes)",
+                budget: Budget::TotalNfaBytes,
                 limit: self.max_total_nfa_bytes,
             });
         }

@@ -8,8 +8,7 @@ use std::sync::{Arc, OnceLock};
 use constrain_vocab::{TokenKind, Vocabulary};
 use parking_lot::Mutex;
 
-use crate::bytes::{alphabet_of, is_string_char, NO_ALPHABET};
-use crate::grammar::special_token_bytes;
+use crate::bytes::{alphabet_of, is_string_char, special_token_bytes, NO_ALPHABET};
 use crate::lexeme_masks::{set_bits, LexemeMask, SharedLexemeMasks};
 
 pub(crate) use crate::lexeme_masks::Signature;

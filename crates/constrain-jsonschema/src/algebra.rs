@@ -83,10 +83,10 @@ impl Ctx<'_> {
         match f {
             Fail::Error(e) => e,
             Fail::InProgress(d) => SchemaError::Invalid {
-                pointer: crate::ctx::pointer_or_root(&self.defs[d.0].pointer),
+                pointer: crate::error::pointer_or_root(&self.defs[d.0].pointer),
                 message: format!(
                     "the schema refers to itself without progress (a $ref/allOf/not cycle), reached from {}",
-                    crate::ctx::pointer_or_root(pointer)
+                    crate::error::pointer_or_root(pointer)
                 ),
             },
         }
@@ -120,7 +120,7 @@ impl Ctx<'_> {
             (Node::AnyOf(xs), Node::AnyOf(ys)) => {
                 if xs.len() * ys.len() > MAX_BRANCHES {
                     return Err(SchemaError::TooComplex {
-                        pointer: crate::ctx::pointer_or_root(pointer),
+                        pointer: crate::error::pointer_or_root(pointer),
                         what: format!(
                             "alternatives of combined anyOf/oneOf ({} × {})",
                             xs.len(),
@@ -374,27 +374,33 @@ impl Ctx<'_> {
                 let subtracted = match self.restricted_to_shared_types(&both, &branches[j], pointer)
                 {
                     Ok(part) => part,
-                    Err(SchemaError::TooComplex { what, .. }) => {
-                        return self.one_of_fallback(branches, pointer, i0, j0, &what)
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => match exceeded(&e) {
+                        Some(what) => {
+                            return self.one_of_fallback(branches, pointer, i0, j0, &what)
+                        }
+                        None => return Err(e),
+                    },
                 };
                 let not_j = match self.complement(&subtracted, pointer) {
                     Ok(c) => c,
                     Err(SchemaError::Unsupported { reason, .. }) => {
                         return self.one_of_fallback(branches, pointer, i0, j0, &reason);
                     }
-                    Err(SchemaError::TooComplex { what, .. }) => {
-                        return self.one_of_fallback(branches, pointer, i0, j0, &what);
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => match exceeded(&e) {
+                        Some(what) => {
+                            return self.one_of_fallback(branches, pointer, i0, j0, &what)
+                        }
+                        None => return Err(e),
+                    },
                 };
                 x = match self.meet(&x, &not_j, pointer) {
                     Ok(x) => x,
-                    Err(SchemaError::TooComplex { what, .. }) => {
-                        return self.one_of_fallback(branches, pointer, i0, j0, &what)
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => match exceeded(&e) {
+                        Some(what) => {
+                            return self.one_of_fallback(branches, pointer, i0, j0, &what)
+                        }
+                        None => return Err(e),
+                    },
                 };
             }
             exact.push(x);
@@ -448,7 +454,7 @@ impl Ctx<'_> {
         }
         Err(SchemaError::Unsupported {
             keyword: "oneOf".into(),
-            pointer: crate::ctx::pointer_or_root(pointer),
+            pointer: crate::error::pointer_or_root(pointer),
             reason: message,
         })
     }
@@ -539,7 +545,7 @@ impl Ctx<'_> {
     fn unsupported_not(&self, pointer: &str, what: &str) -> SchemaError {
         SchemaError::Unsupported {
             keyword: "not".into(),
-            pointer: crate::ctx::pointer_or_root(pointer),
+            pointer: crate::error::pointer_or_root(pointer),
             reason: format!("the complement of {what} cannot be expressed"),
         }
     }
@@ -631,7 +637,7 @@ impl Ctx<'_> {
             }
             .map_err(|e| SchemaError::Unsupported {
                 keyword: "not".into(),
-                pointer: crate::ctx::pointer_or_root(pointer),
+                pointer: crate::error::pointer_or_root(pointer),
                 reason: format!("complement of a pattern: {e}"),
             })?;
             out.push(StringSet {
@@ -754,7 +760,7 @@ impl Ctx<'_> {
                 .and_then(|d| d.to_re())
                 .map_err(|e| SchemaError::Unsupported {
                     keyword: "not".into(),
-                    pointer: crate::ctx::pointer_or_root(pointer),
+                    pointer: crate::error::pointer_or_root(pointer),
                     reason: format!("complement of additionalProperties/patternProperties: {e}"),
                 })?;
             let value = self.complement(&rule.value, pointer)?;
@@ -770,7 +776,7 @@ impl Ctx<'_> {
         for names in &o.names {
             let keys = dfa::complement(names).map_err(|e| SchemaError::Unsupported {
                 keyword: "not".into(),
-                pointer: crate::ctx::pointer_or_root(pointer),
+                pointer: crate::error::pointer_or_root(pointer),
                 reason: format!("complement of propertyNames: {e}"),
             })?;
             out.push(ObjectSet {
@@ -1146,4 +1152,14 @@ pub(crate) fn normalize_array(mut set: ArraySet) -> Option<ArraySet> {
         }
     }
     Some(set)
+}
+
+/// What a budget error says ran out, for the `oneOf` fallback's message: a bound of the
+/// compiler's own or a budget of `Limits` (the deadline) alike.
+fn exceeded(e: &SchemaError) -> Option<String> {
+    match e {
+        SchemaError::TooComplex { what, .. } => Some(what.clone()),
+        SchemaError::LimitExceeded { budget, .. } => Some(budget.to_string()),
+        _ => None,
+    }
 }

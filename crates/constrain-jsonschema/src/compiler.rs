@@ -6,11 +6,13 @@ use crate::document::{Document, Location};
 use crate::ir::Node;
 use crate::{Compiled, Options, SchemaError};
 
+/// Compiles `schema` within `budget` of wall-clock time (`None`: no limit).
 pub(crate) fn compile(
     schema: &serde_json::Value,
     options: &Options,
+    budget: Option<std::time::Duration>,
 ) -> Result<Compiled, SchemaError> {
-    let _deadline = crate::deadline::Guard::install(options.max_compile_time);
+    let _deadline = crate::deadline::Guard::install(budget);
     let _string_sets = crate::strings::Combined::install();
     let doc = Document::new(schema, &options.resources);
     let base = doc.base_at("");

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 
 use crate::document::{Document, DynamicScope, Location};
-use crate::error::{SchemaError, Warning, WarningKind};
+use crate::error::{pointer_or_root, SchemaError, Warning, WarningKind};
 use crate::ir::{DefId, Node};
 use crate::re::Re;
 use crate::Options;
@@ -326,11 +326,7 @@ impl<'a> Ctx<'a> {
         if re.has_automaton() {
             return crate::re::dfa::minimal_dfa(re)
                 .map(|a| a.matches(text))
-                .map_err(|e| SchemaError::TooComplex {
-                    pointer: String::new(),
-                    what: e.what,
-                    limit: e.limit,
-                });
+                .map_err(|e| e.into_error(String::new()));
         }
         if !self.matchers.contains_key(re) {
             let hir = regex_syntax::hir::Hir::concat(vec![
@@ -348,14 +344,5 @@ impl<'a> Ctx<'a> {
             self.matchers.insert(re.clone(), m);
         }
         Ok(self.matchers.get(re).is_some_and(|m| m.is_match(text)))
-    }
-}
-
-/// Pointers are shown as `/a/b`; the root is shown as `/` rather than an empty string.
-pub(crate) fn pointer_or_root(pointer: &str) -> String {
-    if pointer.is_empty() {
-        "/".to_string()
-    } else {
-        pointer.to_string()
     }
 }

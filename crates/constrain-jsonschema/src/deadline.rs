@@ -1,4 +1,5 @@
-//! The compile-time budget ([`Options::max_compile_time`](crate::Options::max_compile_time)).
+//! The compile-time budget
+//! ([`Limits::max_compile_time`](constrain_engine::Limits::max_compile_time)).
 //!
 //! Automaton constructions deep inside the compiler check it without every caller passing it
 //! down: the deadline of the compilation running on this thread lives in a thread-local,
@@ -65,15 +66,12 @@ pub(crate) fn expired_sampled() -> bool {
     })
 }
 
-/// What a budget error calls the deadline (the engine's name for its own).
-pub(crate) const WHAT: &str = constrain_engine::COMPILE_TIME;
-
 /// The error for a compilation past its deadline, at `pointer`; `Ok` while there is time.
 pub(crate) fn check(pointer: &str) -> Result<(), crate::SchemaError> {
     match expired() {
-        Some(limit) => Err(crate::SchemaError::TooComplex {
-            pointer: crate::ctx::pointer_or_root(pointer),
-            what: WHAT.into(),
+        Some(limit) => Err(crate::SchemaError::LimitExceeded {
+            pointer: crate::error::pointer_or_root(pointer),
+            budget: constrain_engine::Budget::CompileTime,
             limit,
         }),
         None => Ok(()),

@@ -1,6 +1,6 @@
 //! What can go wrong compiling a schema, and what compiles with a caveat.
 
-use constrain_engine::GrammarError;
+use constrain_engine::{Budget, GrammarError};
 use thiserror::Error;
 
 /// Why a schema could not be compiled. Every variant says where: a JSON pointer into the schema
@@ -46,13 +46,26 @@ pub enum SchemaError {
         /// Why it does not resolve.
         reason: String,
     },
-    /// A compilation budget was exhausted (schema nesting, `anyOf` expansion, automaton size...).
+    /// A bound of the schema compiler itself was exceeded (`anyOf` expansion, automaton
+    /// size...); the budgets of [`Limits`](constrain_engine::Limits) are
+    /// [`SchemaError::LimitExceeded`].
     #[error("schema too complex at {pointer}: {what} exceeds the limit of {limit}")]
     TooComplex {
         /// Where.
         pointer: String,
         /// Which budget.
         what: String,
+        /// Its value.
+        limit: usize,
+    },
+    /// A budget of [`Limits`](constrain_engine::Limits) was exhausted: the schema's nesting
+    /// depth, or the compile-time budget (its limit in milliseconds).
+    #[error("schema too complex at {pointer}: {budget} exceeds the limit of {limit}")]
+    LimitExceeded {
+        /// Where.
+        pointer: String,
+        /// Which budget.
+        budget: Budget,
         /// Its value.
         limit: usize,
     },
@@ -75,6 +88,7 @@ impl SchemaError {
             | SchemaError::Invalid { pointer, .. }
             | SchemaError::UnresolvedRef { pointer, .. }
             | SchemaError::TooComplex { pointer, .. }
+            | SchemaError::LimitExceeded { pointer, .. }
             | SchemaError::Unsatisfiable { pointer } => Some(pointer),
             SchemaError::Json { .. } | SchemaError::Grammar(_) => None,
         }
@@ -124,5 +138,14 @@ impl std::fmt::Display for Warning {
             "'{}' at {}: {}",
             self.keyword, self.pointer, self.message
         )
+    }
+}
+
+/// Pointers are shown as `/a/b`; the root is shown as `/` rather than an empty string.
+pub(crate) fn pointer_or_root(pointer: &str) -> String {
+    if pointer.is_empty() {
+        "/".to_string()
+    } else {
+        pointer.to_string()
     }
 }

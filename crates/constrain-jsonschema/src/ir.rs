@@ -73,6 +73,22 @@ pub(crate) enum Node {
 }
 
 impl Node {
+    /// The strings this node accepts when it accepts nothing else.
+    pub(crate) fn only_strings(&self) -> Option<&StringSet> {
+        match self {
+            Node::Typed(t)
+                if !t.null
+                    && !t.boolean
+                    && t.number.is_none()
+                    && t.array.is_none()
+                    && t.object.is_none() =>
+            {
+                t.string.as_ref()
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn typed(t: Typed) -> Node {
         if t.is_empty() {
             Node::Nothing

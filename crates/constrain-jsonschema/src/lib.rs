@@ -155,27 +155,14 @@ pub fn compile_str(schema_json: &str, options: &Options) -> Result<Compiled, Sch
 
 /// Compiles a schema given as a JSON value within `limits`: its nesting depth
 /// ([`Limits::max_schema_depth`], checked before anything recurses into it) and the
-/// compile-time budget (the smaller of [`Options::max_compile_time`] and
-/// [`Limits::max_compile_time`]).
+/// compile-time budget ([`Limits::max_compile_time`]).
 pub fn compile_with_limits(
     schema: &serde_json::Value,
     options: &Options,
     limits: &Limits,
 ) -> Result<Compiled, SchemaError> {
     check_depth(schema, limits.max_schema_depth)?;
-    let budget = match (options.max_compile_time, limits.max_compile_time) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    if budget == options.max_compile_time {
-        compiler::compile(schema, options)
-    } else {
-        let options = Options {
-            max_compile_time: budget,
-            ..options.clone()
-        };
-        compiler::compile(schema, &options)
-    }
+    compiler::compile(schema, options, limits.max_compile_time)
 }
 
 /// Compiles a schema given as JSON text within `limits`: its size
@@ -200,9 +187,6 @@ pub fn parse_str(schema_json: &str, limits: &Limits) -> Result<serde_json::Value
         message: e.to_string(),
     })
 }
-
-/// What a [`SchemaError::TooComplex`] calls [`Limits::max_schema_depth`].
-pub const SCHEMA_DEPTH: &str = "nesting depth";
 
 /// An error when `schema` nests arrays and objects more than `max` deep, naming the first
 /// place too deep. Walks the document without recursion, so any depth is safe to check.
@@ -239,9 +223,9 @@ pub fn check_depth(schema: &serde_json::Value, max: u32) -> Result<(), SchemaErr
                 .iter()
                 .map(|(_, s)| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
                 .collect();
-            return Err(SchemaError::TooComplex {
-                pointer: ctx::pointer_or_root(&pointer),
-                what: SCHEMA_DEPTH.into(),
+            return Err(SchemaError::LimitExceeded {
+                pointer: error::pointer_or_root(&pointer),
+                budget: constrain_engine::Budget::SchemaDepth,
                 limit: max as usize,
             });
         }

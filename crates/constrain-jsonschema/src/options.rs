@@ -1,4 +1,6 @@
-//! What the compiled grammar accepts beyond the schema itself: layout, strictness, budgets.
+//! What the compiled grammar accepts beyond the schema itself: layout, strictness, the
+//! documents a `$ref` may name. Budgets are not options: they are `constrain_engine::Limits`,
+//! given to [`compile_with_limits`](crate::compile_with_limits).
 
 /// How a compiled schema treats whitespace between JSON tokens.
 ///
@@ -216,21 +218,12 @@ pub struct Options {
     /// Enforce `format` (as generators need). The 2020-12 specification makes `format` an
     /// annotation by default; `false` treats it as one.
     pub assert_formats: bool,
-    /// Wall-clock budget of one compilation; past it, compilation stops with
-    /// [`SchemaError::TooComplex`](crate::SchemaError::TooComplex). `None` for no limit.
-    pub max_compile_time: Option<std::time::Duration>,
     /// Schema documents a `$ref` may name by URI besides the schema itself (the schemas of a
     /// tool's shared types, a meta-schema...), each under the URI it is retrieved by. Nothing
     /// is ever fetched: a reference to any other document is an
     /// [`UnresolvedRef`](crate::SchemaError::UnresolvedRef) error. A resource the schema
     /// itself defines (with `$id`) takes precedence.
     pub resources: std::collections::BTreeMap<String, serde_json::Value>,
-}
-
-impl Options {
-    /// The default of [`Options::max_compile_time`]: generous, since schemas that take this
-    /// long are rare and legitimate ones may be large.
-    pub const DEFAULT_COMPILE_TIME: std::time::Duration = std::time::Duration::from_secs(60);
 }
 
 impl Default for Options {
@@ -246,7 +239,6 @@ impl Default for Options {
             max_untyped_depth: u32::MAX,
             max_any_order_properties: 6,
             assert_formats: true,
-            max_compile_time: Some(Options::DEFAULT_COMPILE_TIME),
             resources: Default::default(),
         }
     }

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{byte_index, Checked};
-use constrain_jsonschema::{compile, compile_str, Options, SchemaError};
+use constrain_engine::Budget;
+use constrain_jsonschema::{compile, compile_str, compile_with_limits, Options, SchemaError};
 use serde_json::{json, Value};
 
 /// Runs `f` on a thread with a large stack (deep `serde_json` values recurse when dropped).
@@ -38,7 +39,16 @@ fn ten_thousand_levels_of_nesting_are_an_error() {
     with_big_stack(|| {
         let schema = nested(10_000);
         let err = compile(&schema, &Options::default()).expect_err("too deep");
-        assert!(matches!(err, SchemaError::TooComplex { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                SchemaError::LimitExceeded {
+                    budget: Budget::SchemaDepth,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         // As text, the JSON parser's own recursion limit answers first.
         let text = serde_json::to_string(&schema).expect("serializes");
         let err = compile_str(&text, &Options::default()).expect_err("too deep");
@@ -231,13 +241,23 @@ fn the_compile_time_budget_ends_in_a_clean_error() {
             "b": {"type": "array", "items": {"type": "integer", "minimum": 3}}
         }
     });
-    let no_time = Options {
+    let no_time = constrain_engine::Limits {
         max_compile_time: Some(std::time::Duration::ZERO),
-        ..Options::default()
+        ..constrain_engine::Limits::default()
     };
-    match compile(&schema, &no_time) {
-        Err(SchemaError::TooComplex { what, limit, .. }) => {
-            assert_eq!((what.as_str(), limit), ("compile time (ms)", 0));
+    match compile_with_limits(&schema, &Options::default(), &no_time) {
+        Err(
+            err @ SchemaError::LimitExceeded {
+                budget: Budget::CompileTime,
+                limit: 0,
+                ..
+            },
+        ) => {
+            assert!(
+                err.to_string()
+                    .ends_with(": compile time (ms) exceeds the limit of 0"),
+                "{err}"
+            );
         }
         other => panic!("expected a time budget error, got {other:?}"),
     }
@@ -247,26 +267,25 @@ fn the_compile_time_budget_ends_in_a_clean_error() {
 
 #[test]
 fn the_schema_depth_limit_names_the_place_too_deep() {
-    use constrain_jsonschema::{compile_with_limits, SCHEMA_DEPTH};
     let limits = constrain_engine::Limits {
         max_schema_depth: 8,
         ..constrain_engine::Limits::default()
     };
     let err = compile_with_limits(&nested(10), &Options::default(), &limits).expect_err("deep");
     match &err {
-        SchemaError::TooComplex {
+        SchemaError::LimitExceeded {
             pointer,
-            what,
+            budget,
             limit,
         } => {
-            assert_eq!(what, SCHEMA_DEPTH);
+            assert_eq!(*budget, Budget::SchemaDepth);
             assert_eq!(*limit, 8);
             assert!(
                 pointer.starts_with("/properties/a/properties/a/"),
                 "{pointer}"
             );
         }
-        other => panic!("expected TooComplex, got {other}"),
+        other => panic!("expected LimitExceeded, got {other}"),
     }
     compile_with_limits(&nested(3), &Options::default(), &limits).expect("shallow compiles");
 }
@@ -285,7 +304,7 @@ fn a_schema_text_over_the_source_limit_is_refused_before_parsing() {
         matches!(
             err,
             SchemaError::Grammar(constrain_engine::GrammarError::LimitExceeded {
-                what: constrain_engine::SOURCE_BYTES,
+                budget: Budget::SourceBytes,
                 limit: 16
             })
         ),
@@ -298,11 +317,6 @@ fn a_schema_text_over_the_source_limit_is_refused_before_parsing() {
 #[test]
 fn a_compile_time_budget_too_large_for_the_clock_is_no_budget() {
     // `Instant::now() + Duration::MAX` overflows: such a budget once panicked.
-    let options = Options {
-        max_compile_time: Some(std::time::Duration::MAX),
-        ..Options::default()
-    };
-    compile(&json!({"type": "string"}), &options).expect("compiles");
     let limits = constrain_engine::Limits {
         max_compile_time: Some(std::time::Duration::MAX),
         ..constrain_engine::Limits::default()

@@ -55,7 +55,7 @@ pub fn limits_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>, skip: &[&str]) -> 
 }
 
 /// The schema compiler's options and the budgets from `kwargs` (all optional; defaults as the
-/// Rust crates'). `max_compile_time` is both an option and a budget.
+/// Rust crates'). `max_compile_time` (seconds, or `None`) is read here, into the budgets.
 pub fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(Options, Limits)> {
     let mut options = Options::default();
     let Some(kwargs) = kwargs else {
@@ -141,7 +141,7 @@ pub fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(Opti
             "max_any_order_properties" => options.max_any_order_properties = value.extract()?,
             "assert_formats" => options.assert_formats = value.extract()?,
             "max_compile_time" => {
-                options.max_compile_time = if value.is_none() {
+                limits.max_compile_time = if value.is_none() {
                     None
                 } else {
                     let seconds: f64 = value.extract()?;
@@ -198,8 +198,6 @@ pub fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(Opti
             "max_whitespace applies only to whitespace=\"bounded\"",
         ));
     }
-    // One compile-time budget: the option's.
-    limits.max_compile_time = options.max_compile_time;
     Ok((options, limits))
 }
 

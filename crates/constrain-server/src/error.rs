@@ -197,18 +197,24 @@ pub fn constraint_error(param: &str, err: &constrain::Error) -> ApiError {
             "{param}: the schema cannot be enforced: keyword '{keyword}' at JSON pointer \
              '{pointer}': {reason}"
         ),
-        Error::Schema(e @ SchemaError::TooComplex { what, .. })
-            if what == constrain_engine::COMPILE_TIME =>
-        {
+        Error::Schema(
+            e @ SchemaError::LimitExceeded {
+                budget: constrain_engine::Budget::CompileTime,
+                ..
+            },
+        ) => {
             format!("{param}: {e} (the compile-time budget is --compile-timeout-ms)")
         }
         Error::Schema(e) => match e.pointer() {
             Some(pointer) => format!("{param}: {e} (JSON pointer '{pointer}')"),
             None => format!("{param}: {e}"),
         },
-        Error::Grammar(e @ constrain_engine::GrammarError::LimitExceeded { what, .. })
-            if *what == constrain_engine::COMPILE_TIME =>
-        {
+        Error::Grammar(
+            e @ constrain_engine::GrammarError::LimitExceeded {
+                budget: constrain_engine::Budget::CompileTime,
+                ..
+            },
+        ) => {
             format!("{param}: {e} (the compile-time budget is --compile-timeout-ms)")
         }
         Error::Grammar(e) => format!("{param}: {e}"),

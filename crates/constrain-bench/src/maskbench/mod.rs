@@ -35,7 +35,7 @@ use anyhow::Context;
 use constrain_vocab::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::test_cases::{EscapesArg, NumbersArg, PropertyOrderArg};
+use crate::schema_args::{EscapesArg, NumbersArg, PropertyOrderArg};
 use report::{Distribution, Summary};
 use runner::Bench;
 

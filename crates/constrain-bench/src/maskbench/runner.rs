@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use constrain_engine::{CompiledGrammar, GrammarError, Limits, Matcher, TokenIndex, COMPILE_TIME};
+use constrain_engine::{Budget, CompiledGrammar, GrammarError, Limits, Matcher, TokenIndex};
 use constrain_vocab::Tokenizer;
 
 use super::dataset::SchemaFile;
@@ -60,10 +60,7 @@ impl Bench {
             tokenizer,
             eos,
             limits: Limits::default(),
-            options: constrain_jsonschema::Options {
-                max_compile_time: Some(compile_budget),
-                ..options
-            },
+            options,
             compile_budget,
         })
     }
@@ -78,7 +75,15 @@ impl Bench {
     ) -> Result<(Matcher, Vec<u32>), String> {
         let start = Instant::now();
         let compiled = source.insert(
-            constrain_jsonschema::compile(schema, &self.options).map_err(|e| e.to_string())?,
+            constrain_jsonschema::compile_with_limits(
+                schema,
+                &self.options,
+                &Limits {
+                    max_compile_time: Some(self.compile_budget),
+                    ..self.limits.clone()
+                },
+            )
+            .map_err(|e| e.to_string())?,
         );
         let limits = Limits {
             max_compile_time: Some(self.compile_budget.saturating_sub(start.elapsed())),
@@ -86,7 +91,10 @@ impl Bench {
         };
         let grammar = CompiledGrammar::new(&compiled.grammar, self.index.clone(), limits).map_err(
             |e| match e {
-                GrammarError::LimitExceeded { what, .. } if what == COMPILE_TIME => format!(
+                GrammarError::LimitExceeded {
+                    budget: Budget::CompileTime,
+                    ..
+                } => format!(
                     "compile time exceeds the budget of {} ms",
                     self.compile_budget.as_millis()
                 ),

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::dataset;
 use super::sample::WalkLimits;
 use super::soundness_check::{check_schema, spread_sample, CheckOptions, SchemaCheck};
-use crate::test_cases::{EscapesArg, NumbersArg, PropertyOrderArg};
+use crate::schema_args::{EscapesArg, NumbersArg, PropertyOrderArg};
 
 /// Arguments of `constrain bench soundness`.
 #[derive(clap::Args, Debug)]

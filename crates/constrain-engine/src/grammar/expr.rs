@@ -11,7 +11,8 @@ use regex_syntax::hir::{
 use std::sync::Arc;
 
 use super::graph::RegexGraph;
-use super::lower::hir_size;
+use super::hir_size::hir_size;
+use crate::bytes::{special_token_bytes, SPECIAL_TOKEN_MARKER};
 use crate::error::GrammarError;
 
 /// Identifies a rule of a [`GrammarBuilder`](crate::GrammarBuilder) / [`Grammar`](crate::Grammar).
@@ -306,15 +307,6 @@ impl Unordered {
             .chain(self.extra.as_ref())
             .chain(std::iter::once(&self.separator))
     }
-}
-
-/// The first byte of a special token's encoding (never part of UTF-8 text).
-pub const SPECIAL_TOKEN_MARKER: u8 = 0xFF;
-
-/// The five bytes that stand for special token `id` inside grammars and token tries.
-pub fn special_token_bytes(id: u32) -> [u8; 5] {
-    let [a, b, c, d] = id.to_be_bytes();
-    [SPECIAL_TOKEN_MARKER, a, b, c, d]
 }
 
 /// Removes a leading `^`/`\A` and a trailing `$`/`\z`: every terminal is matched in full anyway.

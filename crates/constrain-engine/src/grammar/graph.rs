@@ -17,7 +17,7 @@ use regex_automata::nfa::thompson::{self, BuildError, Builder, State, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Hir, HirKind};
 
-use super::lower::hir_size;
+use super::hir_size::hir_size;
 use crate::error::GrammarError;
 
 /// A regular language over bytes as a graph: a string is in it when some path from state 0

@@ -14,7 +14,8 @@ use rustc_hash::FxHashMap;
 use super::builder::Grammar;
 use super::expr::{Expr, RuleId, Unordered};
 use super::graph::{RegexGraph, Terminal};
-use crate::error::GrammarError;
+use super::hir_size::hir_size;
+use crate::error::{Budget, GrammarError};
 use crate::limits::{Deadline, Limits};
 
 /// A grammar symbol of the lowered grammar.
@@ -264,7 +265,7 @@ impl Lowerer<'_> {
     fn check_size(&self) -> Result<(), GrammarError> {
         if self.size > self.limits.max_grammar_size {
             return Err(GrammarError::LimitExceeded {
-                what: "lowered grammar size",
+                budget: Budget::GrammarSize,
                 limit: self.limits.max_grammar_size,
             });
         }
@@ -408,7 +409,7 @@ impl Lowerer<'_> {
         let count = max.unwrap_or(min) as usize;
         if count.saturating_add(self.size) > self.limits.max_grammar_size {
             return Err(GrammarError::LimitExceeded {
-                what: "repetition count",
+                budget: Budget::RepetitionCount,
                 limit: self.limits.max_grammar_size,
             });
         }
@@ -476,7 +477,7 @@ impl Lowerer<'_> {
             HirKind::Capture(cap) => self.lower_hir_into(&cap.sub, seq)?,
             _ => {
                 return Err(GrammarError::LimitExceeded {
-                    what: "size of one regular expression (HIR nodes)",
+                    budget: Budget::InlineSize,
                     limit: self.limits.max_inline_size,
                 })
             }
@@ -712,7 +713,7 @@ fn refers_to(expr: &Expr, rule: RuleId) -> bool {
 fn check_depth(expr: &Expr, depth: usize) -> Result<(), GrammarError> {
     if depth > MAX_EXPR_DEPTH {
         return Err(GrammarError::LimitExceeded {
-            what: "expression nesting",
+            budget: Budget::ExprNesting,
             limit: MAX_EXPR_DEPTH,
         });
     }
@@ -1022,42 +1023,6 @@ fn literal_trie(words: &[Vec<u8>]) -> Hir {
     Hir::alternation(alternatives)
 }
 
-/// The size of `hir` in rough NFA states: one per node or literal byte, a Unicode class one per
-/// UTF-8 range it compiles to (about four per code point range), a counted repetition its body
-/// once per copy; counted up to `cap` only (a larger size is `cap + 1`). Each node counts once
-/// per copy its enclosing repetitions make, so the count runs top-down over an explicit stack
-/// and stops as soon as it passes `cap`.
-pub(crate) fn hir_size(hir: &Hir, cap: usize) -> usize {
-    use regex_syntax::hir::{Class, HirKind};
-    let over = cap.saturating_add(1);
-    let mut total = 0usize;
-    // (node, copies its enclosing repetitions make)
-    let mut stack: Vec<(&Hir, usize)> = vec![(hir, 1)];
-    while let Some((h, copies)) = stack.pop() {
-        let own = match h.kind() {
-            HirKind::Class(Class::Unicode(class)) => 1 + 4 * class.ranges().len(),
-            HirKind::Literal(lit) => lit.0.len().max(1),
-            _ => 1,
-        };
-        total = total.saturating_add(own.saturating_mul(copies));
-        if total > cap {
-            return over;
-        }
-        match h.kind() {
-            HirKind::Concat(hs) | HirKind::Alternation(hs) => {
-                stack.extend(hs.iter().map(|c| (c, copies)));
-            }
-            HirKind::Repetition(rep) => {
-                let times = rep.max.unwrap_or(rep.min).max(1) as usize;
-                stack.push((&rep.sub, copies.saturating_mul(times)));
-            }
-            HirKind::Capture(cap) => stack.push((&cap.sub, copies)),
-            _ => {}
-        }
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1068,20 +1033,6 @@ mod tests {
             .build()
             .parse(pattern)
             .expect("valid pattern")
-    }
-
-    #[test]
-    fn sizes_count_every_copy_and_stop_past_the_cap() {
-        // A concatenation of "ab" (2) and a class (1 + 4 per range): 1 + 2 + 5.
-        assert_eq!(hir_size(&parse("ab[c-d]"), 1000), 8);
-        // Three copies of a 2-byte literal inside two copies: 1 + 2 × (1 + 3 × 2).
-        assert_eq!(hir_size(&parse("(?:(?:xy){3}){2}"), 1000), 15);
-        assert_eq!(
-            hir_size(&parse("(?:(?:xy){3}){2}"), 14),
-            15,
-            "one over the cap"
-        );
-        assert_eq!(hir_size(&parse("(?:x{1000}){1000}"), 100), 101);
     }
 
     #[test]

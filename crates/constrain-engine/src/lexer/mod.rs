@@ -15,7 +15,7 @@ mod tests;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::bytes::{alphabet_of, BYTE_ALPHABETS, TEXT};
-use crate::error::{GrammarError, MatchError};
+use crate::error::{Budget, GrammarError, MatchError};
 use crate::grammar::Terminal;
 use crate::interner::IdsByHash;
 use crate::limits::{Deadline, Limits};
@@ -170,7 +170,7 @@ impl Lexer {
         let dead = lexer
             .intern(&mut Vec::new())
             .map_err(|_| GrammarError::LimitExceeded {
-                what: "lexer states",
+                budget: Budget::LexerStates,
                 limit: limits.max_lexer_states,
             })?;
         debug_assert_eq!(dead, LEX_DEAD);
@@ -391,7 +391,7 @@ impl Lexer {
         }
         if self.states.len() >= self.max_states {
             return Err(MatchError::LimitExceeded {
-                what: "lexer states",
+                budget: Budget::LexerStates,
                 limit: self.max_states,
             });
         }

@@ -3,8 +3,7 @@
 use constrain_engine::Expr;
 
 use super::Emitter;
-use crate::ctx::pointer_or_root;
-use crate::error::SchemaError;
+use crate::error::{pointer_or_root, SchemaError};
 use crate::ir::{ArraySet, Node};
 
 /// Largest count spelled out in a grammar (`minItems`, `maxItems`...).

@@ -14,8 +14,8 @@ mod scalar;
 use constrain_engine::{Expr, GrammarBuilder, RuleId};
 use rustc_hash::FxHashMap;
 
-use crate::ctx::{pointer_or_root, Ctx, Fail};
-use crate::error::SchemaError;
+use crate::ctx::{Ctx, Fail};
+use crate::error::{pointer_or_root, SchemaError};
 use crate::ir::{DefId, Node, StringSet, Typed};
 pub(crate) use layout::Layout;
 
@@ -215,7 +215,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
             Node::Ref(d) => Ok(Expr::rule(self.def_rule(*d, depth)?)),
             Node::Const(values) => self.literals(values, depth),
             Node::AnyOf(parts) => {
-                let strings: Vec<&StringSet> = parts.iter().filter_map(only_strings).collect();
+                let strings: Vec<&StringSet> =
+                    parts.iter().filter_map(Node::only_strings).collect();
                 let union = if strings.len() >= 2 {
                     self.strings_union(&strings)?
                 } else {
@@ -223,7 +224,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 };
                 let mut alts = Vec::with_capacity(parts.len());
                 for p in parts.iter() {
-                    if union.is_some() && only_strings(p).is_some() {
+                    if union.is_some() && p.only_strings().is_some() {
                         continue;
                     }
                     match self.emit(p, depth) {
@@ -331,22 +332,6 @@ impl<'c, 'a> Emitter<'c, 'a> {
         }
         self.define(rule, Expr::alt(alts));
         Ok(Expr::rule(rule))
-    }
-}
-
-/// The strings `node` accepts when it accepts nothing else.
-pub(crate) fn only_strings(node: &Node) -> Option<&StringSet> {
-    match node {
-        Node::Typed(t)
-            if !t.null
-                && !t.boolean
-                && t.number.is_none()
-                && t.array.is_none()
-                && t.object.is_none() =>
-        {
-            t.string.as_ref()
-        }
-        _ => None,
     }
 }
 

@@ -577,11 +577,8 @@ impl Emitter<'_, '_> {
     }
 
     fn too_complex(&self, e: &dfa::TooLarge) -> SchemaError {
-        SchemaError::TooComplex {
-            pointer: crate::ctx::pointer_or_root(&self.pointer),
-            what: e.what.clone(),
-            limit: e.limit,
-        }
+        e.clone()
+            .into_error(crate::error::pointer_or_root(&self.pointer))
     }
 
     /// Count states: members so far, saturated where the count no longer matters.
@@ -592,7 +589,7 @@ impl Emitter<'_, '_> {
     fn check_states(&self, states: usize, what: &str) -> Result<(), SchemaError> {
         if states > MAX_OBJECT_STATES {
             return Err(SchemaError::TooComplex {
-                pointer: crate::ctx::pointer_or_root(&self.pointer),
+                pointer: crate::error::pointer_or_root(&self.pointer),
                 what: what.into(),
                 limit: MAX_OBJECT_STATES,
             });

@@ -47,7 +47,7 @@ pub(crate) fn string_of(re: &Re, escapes: Escapes, pointer: &str) -> Result<Expr
         // Spelled only as a graph (see `strings::string_language`); its expression is too
         // large, or it would have been one.
         return Err(SchemaError::TooComplex {
-            pointer: crate::ctx::pointer_or_root(pointer),
+            pointer: crate::error::pointer_or_root(pointer),
             what: "string language spelled from an automaton".into(),
             limit: crate::re::dfa::MAX_RE_SIZE,
         });

@@ -8,9 +8,9 @@ mod string;
 
 use serde_json::{Map, Value};
 
-use crate::ctx::{pointer_or_root, Ctx, Fail, MAX_SCHEMA_DEPTH};
+use crate::ctx::{Ctx, Fail, MAX_SCHEMA_DEPTH};
 use crate::document::{Draft, Location};
-use crate::error::{SchemaError, WarningKind};
+use crate::error::{pointer_or_root, SchemaError, WarningKind};
 use crate::ir::{Node, Typed};
 use crate::uri::{escape_token, Uri};
 

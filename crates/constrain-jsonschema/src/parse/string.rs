@@ -5,8 +5,8 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::ctx::{pointer_or_root, Ctx};
-use crate::error::{SchemaError, WarningKind};
+use crate::ctx::Ctx;
+use crate::error::{pointer_or_root, SchemaError, WarningKind};
 use crate::formats;
 use crate::ir::StringSet;
 use crate::re::{ecma, Re};

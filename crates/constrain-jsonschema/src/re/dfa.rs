@@ -27,8 +27,50 @@ pub(crate) const MAX_RE_DEPTH: usize = 300;
 /// An automaton grew past a budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TooLarge {
-    pub(crate) what: String,
+    pub(crate) what: Bound,
     pub(crate) limit: usize,
+}
+
+/// Which budget a [`TooLarge`] ran out of: the compilation's (the deadline), kept typed so
+/// that the error says so, or a bound of the automata themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Bound {
+    Budget(constrain_engine::Budget),
+    Own(String),
+}
+
+impl From<&str> for Bound {
+    fn from(what: &str) -> Bound {
+        Bound::Own(what.to_string())
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Budget(budget) => budget.fmt(f),
+            Bound::Own(what) => f.write_str(what),
+        }
+    }
+}
+
+impl TooLarge {
+    /// The compilation's error for this, at `pointer` (as given: callers decide how the root
+    /// is shown).
+    pub(crate) fn into_error(self, pointer: String) -> crate::SchemaError {
+        match self.what {
+            Bound::Budget(budget) => crate::SchemaError::LimitExceeded {
+                pointer,
+                budget,
+                limit: self.limit,
+            },
+            Bound::Own(what) => crate::SchemaError::TooComplex {
+                pointer,
+                what,
+                limit: self.limit,
+            },
+        }
+    }
 }
 
 type Result<T> = std::result::Result<T, TooLarge>;
@@ -37,7 +79,7 @@ type Result<T> = std::result::Result<T, TooLarge>;
 fn check_deadline() -> Result<()> {
     match crate::deadline::expired() {
         Some(limit) => Err(TooLarge {
-            what: crate::deadline::WHAT.into(),
+            what: Bound::Budget(constrain_engine::Budget::CompileTime),
             limit,
         }),
         None => Ok(()),

@@ -707,6 +707,20 @@ mod tests {
         assert!(matches("^(ab|cd)+$", "abcdab"));
     }
 
+    /// The alternatives of an unanchored pattern are searched as one body, `.*(a|b).*`:
+    /// searched one by one (`.*a.*|.*b.*`), the automaton tracks which of the words have been
+    /// seen, past 5,000 states for these ten before minimizing.
+    #[test]
+    fn unanchored_alternations_of_many_words_are_searched_together() {
+        let words = "trace|debug[2-5]?|info|stats|notice|warning|error|critical|alert|fatal";
+        let language = search_language(words).expect("pattern parses");
+        let dfa = crate::re::dfa::Dfa::from_re(&language).expect("builds");
+        assert!(dfa.state_count() < 500, "{} states", dfa.state_count());
+        assert!(matches(words, "x-trace-y"));
+        assert!(matches(words, "debug3 and my error"));
+        assert!(!matches(words, "deb"));
+    }
+
     #[test]
     fn classes_follow_ecma() {
         assert!(matches(r"^\d+$", "0123"));

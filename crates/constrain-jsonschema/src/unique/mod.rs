@@ -133,7 +133,7 @@ pub(crate) fn finite_values(ctx: &mut Ctx<'_>, node: &Node) -> Result<Option<Vec
 pub(crate) fn shapes(ctx: &mut Ctx<'_>, root: &Node, pointer: &str) -> Result<Shapes, SchemaError> {
     let refuse = |reason: &str| SchemaError::Unsupported {
         keyword: "uniqueItems".into(),
-        pointer: crate::ctx::pointer_or_root(pointer),
+        pointer: crate::error::pointer_or_root(pointer),
         reason: reason.into(),
     };
     let mut explorer = Explorer {
@@ -147,7 +147,7 @@ pub(crate) fn shapes(ctx: &mut Ctx<'_>, root: &Node, pointer: &str) -> Result<Sh
     while next < explorer.sets.len() {
         if explorer.sets.len() > MAX_SHAPES {
             return Err(SchemaError::TooComplex {
-                pointer: crate::ctx::pointer_or_root(pointer),
+                pointer: crate::error::pointer_or_root(pointer),
                 what: "places in the document where unique arrays are told apart".into(),
                 limit: MAX_SHAPES,
             });
@@ -419,7 +419,7 @@ impl Explorer<'_, '_> {
     /// generated exactly (not a subset) and without a `maxLength`; `None` otherwise.
     fn strings_automaton(&mut self, node: &Node) -> Result<Option<Dfa>, Fail> {
         let node = self.ctx.expand(node)?;
-        if let Some(s) = crate::emit::only_strings(&node) {
+        if let Some(s) = node.only_strings() {
             return exact_strings(s).map_err(too_large);
         }
         Ok(match node {
@@ -475,11 +475,7 @@ fn exact_strings(s: &StringSet) -> Result<Option<Dfa>, dfa::TooLarge> {
 }
 
 fn too_large(e: dfa::TooLarge) -> Fail {
-    Fail::Error(SchemaError::TooComplex {
-        pointer: String::new(),
-        what: e.what,
-        limit: e.limit,
-    })
+    Fail::Error(e.into_error(String::new()))
 }
 
 fn fail_error(f: Fail) -> SchemaError {
