@@ -1,5 +1,7 @@
 //! Numbers and strings: each one terminal (a regular expression over bytes).
 
+use std::cmp::Ordering;
+
 use constrain_engine::{Expr, RegexGraph};
 use regex_syntax::hir::{Class, Hir};
 
@@ -8,8 +10,6 @@ use crate::document::Draft;
 use crate::error::SchemaError;
 use crate::ir::{NumberSet, StringSet};
 use crate::json_text;
-use std::cmp::Ordering;
-
 use crate::number::{compare, number_re, Bound, Decimal, Kind};
 use crate::options::{Escapes, Numbers};
 use crate::re::dfa::{self, Dfa};
