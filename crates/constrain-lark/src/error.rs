@@ -190,9 +190,9 @@ pub enum ErrorKind {
         /// How many were given.
         found: usize,
     },
-    /// More template instances than the limit (templates that instantiate themselves with
-    /// growing arguments).
-    #[error("more than {0} template instances")]
+    /// More template instances than the limit, or arguments written longer than it
+    /// (templates that instantiate themselves with growing arguments).
+    #[error("more than {0} template instances, or arguments too long")]
     TooManyInstances(usize),
     /// `%import` of something other than the built-in `common` terminals.
     #[error(

@@ -23,6 +23,9 @@ use crate::syntax::{is_terminal_name, Definition, Node, Statements};
 /// Template instances beyond this are an error (a template that instantiates itself with
 /// growing arguments never ends).
 pub(crate) const MAX_INSTANCES: usize = 1000;
+/// The longest an instance's arguments may be written (arguments that grow with each
+/// instance would otherwise double before the count runs out).
+pub(crate) const MAX_INSTANCE_KEY: usize = 4096;
 
 /// The terminals of one text (the grammar, or the built-in `common` module).
 struct Terminals<'a> {
@@ -453,7 +456,7 @@ impl Lowering<'_> {
                 if let Some(&id) = self.instances.get(&key) {
                     return Ok(Expr::rule(id));
                 }
-                if self.instances.len() >= MAX_INSTANCES {
+                if self.instances.len() >= MAX_INSTANCES || key.len() > MAX_INSTANCE_KEY {
                     return Err(LarkError::at(
                         ErrorKind::TooManyInstances(MAX_INSTANCES),
                         self.text,

@@ -93,6 +93,7 @@ pub use constrain_jsonschema::{
     AdditionalProperties, Escapes, Options as SchemaOptions, PropertyOrder, SchemaError,
     Separators, Warning, WarningKind, Whitespace,
 };
+pub use constrain_lark::LarkError;
 pub use constrain_sampling::{
     DraftCheck, Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar,
 };
