@@ -1,5 +1,5 @@
 //! Grammar-constrained decoding for any model: output that follows a JSON Schema, a regular
-//! expression or a GBNF grammar, every time.
+//! expression, a GBNF or a Lark grammar, every time.
 //!
 //! The model is yours: anything that turns the tokens so far into one logit per vocabulary id.
 //! Here it is a closure returning random logits, and the output still validates:
