@@ -15,6 +15,7 @@ pub type Target = fn(&[u8]);
 /// Every target by its name, for replaying a directory per target.
 pub const ALL: &[(&str, Target)] = &[
     ("gbnf", gbnf),
+    ("lark", lark),
     ("regex", regex),
     ("json_schema", json_schema),
     ("json_schema_structured", json_schema_structured),
@@ -41,6 +42,30 @@ pub fn gbnf(data: &[u8]) {
     }
     if flags & 4 != 0 {
         options = options.special_token("<|end|>", super::eos_id());
+    }
+    let Ok(grammar) = options.parse(text) else {
+        return;
+    };
+    if let Some(compiled) = super::compile(&grammar) {
+        super::walk(compiled, choices);
+    }
+}
+
+/// Arbitrary text as a Lark grammar: parsed (from `start`, or from `expr`) and, when it
+/// parses, compiled for the small fixed vocabulary and walked.
+///
+/// Layout: as [`gbnf`] (flags bit 1: start at `expr`).
+pub fn lark(data: &[u8]) {
+    let Some((&flags, rest)) = data.split_first() else {
+        return;
+    };
+    let (choices, text) = rest.split_at(rest.len().min(usize::from(flags >> 4)));
+    let Ok(text) = std::str::from_utf8(text) else {
+        return;
+    };
+    let mut options = constrain_lark::ParseOptions::new();
+    if flags & 2 != 0 {
+        options = options.start("expr");
     }
     let Ok(grammar) = options.parse(text) else {
         return;

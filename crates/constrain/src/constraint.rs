@@ -16,6 +16,7 @@ use constrain_engine::{
 };
 use constrain_gbnf::GbnfError;
 use constrain_jsonschema::{Options as SchemaOptions, SchemaError, Warning};
+use constrain_lark::LarkError;
 use constrain_sampling::SamplingError;
 use serde_json::Value;
 use thiserror::Error;
@@ -30,6 +31,9 @@ pub enum Error {
     /// The GBNF grammar does not parse.
     #[error(transparent)]
     Gbnf(#[from] GbnfError),
+    /// The Lark grammar does not parse, or uses what has no exact equivalent.
+    #[error(transparent)]
+    Lark(#[from] LarkError),
     /// The grammar cannot be compiled (bad regex, budget exceeded, empty language, ...).
     #[error(transparent)]
     Grammar(#[from] GrammarError),
@@ -63,6 +67,9 @@ pub enum Constraint {
     Gbnf(String),
     /// Text in the language of this GBNF grammar from the start rule named second.
     GbnfWithRoot(String, String),
+    /// Text in the language of this Lark grammar (start rule `start`), as Lark's Earley
+    /// parser accepts it; `%ignore`d terminals may come between tokens.
+    Lark(String),
     /// A grammar built with [`GrammarBuilder`](crate::GrammarBuilder).
     Grammar(Grammar),
     /// Exactly this text.
@@ -249,6 +256,9 @@ impl Builder<'_> {
                 limits.check_source_len(text.len())?;
                 constrain_gbnf::parse_with_root(text, root)?
             }
+            Constraint::Lark(text) => constrain_lark::ParseOptions::new()
+                .limits(limits.clone())
+                .parse(text)?,
             Constraint::Grammar(grammar) => grammar.clone(),
             Constraint::Text(_)
             | Constraint::Sequence(_)

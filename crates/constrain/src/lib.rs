@@ -1,5 +1,5 @@
 //! Grammar-constrained decoding for any model: output that follows a JSON Schema, a regular
-//! expression or a GBNF grammar, every time.
+//! expression, a GBNF or a Lark grammar, every time.
 //!
 //! The model is yours: anything that turns the tokens so far into one logit per vocabulary id.
 //! Here it is a closure returning random logits, and the output still validates:
@@ -93,6 +93,7 @@ pub use constrain_jsonschema::{
     AdditionalProperties, Escapes, Numbers, Options as SchemaOptions, PropertyOrder, SchemaError,
     Separators, Warning, WarningKind, Whitespace,
 };
+pub use constrain_lark::LarkError;
 pub use constrain_sampling::{
     DraftCheck, Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar,
 };

@@ -60,6 +60,31 @@ fn every_leaf_kind_compiles_through_one_entry() {
         "y"
     ));
     assert!(accepts(&Constraint::Text("exactly".into()), "exactly"));
+    let lark = Constraint::Lark("start: \"x\" INT\n%import common.INT\n%ignore \" \"".into());
+    assert!(accepts(&lark, "x 42"));
+    assert!(!accepts(&lark, "x4 2"));
+}
+
+#[test]
+fn a_lark_grammar_composes_and_its_errors_keep_their_place() {
+    let call = Constraint::Sequence(vec![
+        Constraint::Text("<call>".into()),
+        Constraint::Lark("start: \"f(\" [CNAME] \")\"\n%import common.CNAME".into()),
+        Constraint::Text("</call>".into()),
+    ]);
+    assert!(accepts(&call, "<call>f(x)</call>"));
+    assert!(!accepts(&call, "<call>f(1)</call>"));
+    let error = Constraint::Lark("start: A\nA: /(?=a)a/".into())
+        .compile_for(index(), &options())
+        .expect_err("look-ahead has no exact equivalent");
+    assert!(matches!(&error, Error::Lark(e) if e.line() == Some(2) && e.column() == Some(4)));
+    let small = CompileOptions::with_limits(Limits {
+        max_source_bytes: 8,
+        ..Limits::default()
+    });
+    assert!(Constraint::Lark("start: \"long enough\"".into())
+        .compile_for(index(), &small)
+        .is_err());
 }
 
 #[test]
