@@ -92,6 +92,7 @@ def test_compile_functions_and_options(toy_vocab):
         constrain.compile_any_json(toy_vocab, whitespace="unbounded"),
         constrain.compile_regex(r"[0-9]{2,3}", toy_vocab),
         constrain.compile_gbnf('root ::= "yes" | "no"', toy_vocab),
+        constrain.compile_lark('start: "yes" | "no"', toy_vocab),
     ]:
         assert isinstance(compiled, constrain.CompiledGrammar)
         assert compiled.vocab_width == toy_vocab.width
@@ -137,6 +138,12 @@ def test_compile_errors_say_what_and_where(toy_vocab):
     with pytest.raises(constrain.CompileError) as e:
         constrain.compile_gbnf('start ::= "a"', toy_vocab)
     assert e.value.kind == "gbnf" and "root" in str(e.value)
+
+    lark = constrain.Matcher(constrain.compile_lark('start: "a" NUM\n%import common.INT -> NUM', toy_vocab))
+    assert lark.accept_string("a42") and lark.is_accepting()
+    with pytest.raises(constrain.CompileError) as e:
+        constrain.compile_lark('start: "a"\nitem: /(?<=a)b/', toy_vocab)
+    assert e.value.kind == "lark" and e.value.line == 2 and e.value.column is not None
 
     with pytest.raises(constrain.CompileError) as e:
         constrain.compile_regex("a(b", toy_vocab)

@@ -147,6 +147,21 @@ pub fn compile_gbnf(
     compile_constraint(py, gbnf, &vocabulary, options)
 }
 
+/// Compiles a Lark grammar (the ``lark`` package's EBNF, start rule ``start``; see
+/// ``docs/lark.md``). Keyword arguments are the budgets (``docs/limits.md``).
+#[pyfunction]
+#[pyo3(signature = (text, vocabulary, **limits))]
+pub fn compile_lark(
+    py: Python<'_>,
+    text: &str,
+    vocabulary: PyRef<'_, PyVocabulary>,
+    limits: Option<&Bound<'_, PyDict>>,
+) -> PyResult<PyCompiledGrammar> {
+    let options = CompileOptions::with_limits(limits_from_kwargs(limits, &[])?);
+    let lark = Constraint::Lark(text.to_string());
+    compile_constraint(py, lark, &vocabulary, options)
+}
+
 /// A `ValueError` when a schema given as Python values nests lists and dicts deeper than
 /// `max`: checked without recursion before the value is converted (which recurses).
 fn check_value_depth(schema: &Bound<'_, PyAny>, max: u32) -> PyResult<()> {

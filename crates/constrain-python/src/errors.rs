@@ -5,7 +5,8 @@
 //! parsing the message.
 
 use constrain::{
-    Error as ConstrainError, GbnfError, GrammarError, MatchError as EngineMatchError, SchemaError,
+    Error as ConstrainError, GbnfError, GrammarError, LarkError, MatchError as EngineMatchError,
+    SchemaError,
 };
 use constrain_sampling::SamplingError;
 use constrain_vocab::VocabError;
@@ -17,9 +18,9 @@ pyo3::create_exception!(
     CompileError,
     PyValueError,
     "A schema, regular expression or grammar that cannot be compiled.\n\n\
-     Attributes: ``kind`` (``\"schema\"``, ``\"regex\"``, ``\"gbnf\"``, ``\"grammar\"``), \
+     Attributes: ``kind`` (``\"schema\"``, ``\"regex\"``, ``\"gbnf\"``, ``\"lark\"``, ``\"grammar\"``), \
      ``keyword`` and ``pointer`` (JSON Schema: the keyword and the JSON pointer of the place), \
-     ``line`` and ``column`` (JSON text or GBNF: 1-based), each ``None`` where it does not apply."
+     ``line`` and ``column`` (JSON text, GBNF or Lark: 1-based), each ``None`` where it does not apply."
 );
 
 pyo3::create_exception!(
@@ -94,6 +95,16 @@ pub fn gbnf_error(py: Python<'_>, e: &GbnfError) -> PyErr {
     compile_error(py, "gbnf", e.to_string(), place)
 }
 
+/// A Lark error as `CompileError`.
+pub fn lark_error(py: Python<'_>, e: &LarkError) -> PyErr {
+    let place = Place {
+        line: e.line(),
+        column: e.column(),
+        ..Place::default()
+    };
+    compile_error(py, "lark", e.to_string(), place)
+}
+
 /// A grammar-core error as `CompileError` (a bad regex is of kind `"regex"`).
 pub fn grammar_error(py: Python<'_>, e: &GrammarError) -> PyErr {
     let kind = match e {
@@ -108,6 +119,7 @@ pub fn constrain_error(py: Python<'_>, e: &ConstrainError) -> PyErr {
     match e {
         ConstrainError::Schema(e) => schema_error(py, e),
         ConstrainError::Gbnf(e) => gbnf_error(py, e),
+        ConstrainError::Lark(e) => lark_error(py, e),
         ConstrainError::Grammar(e) => grammar_error(py, e),
         ConstrainError::Match(e) => match_error(e),
         ConstrainError::Sampling(e) => sampling_error(e),

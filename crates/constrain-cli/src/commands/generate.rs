@@ -62,6 +62,15 @@ pub struct Args {
     )]
     pub grammar: Option<PathBuf>,
     /// Constrain the output to any JSON value.
+    /// Constrain the output to this Lark grammar (the `lark` package's EBNF; start rule
+    /// `start`; see docs/lark.md).
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "constraint",
+        help_heading = "Constraint"
+    )]
+    pub lark: Option<PathBuf>,
     #[arg(long, group = "constraint", help_heading = "Constraint")]
     pub json: bool,
     /// With --schema: the order of an object's declared properties (`schema`: as the schema

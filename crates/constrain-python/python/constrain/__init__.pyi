@@ -11,6 +11,7 @@ from ._native import (
     allocate_token_bitmask as allocate_token_bitmask,
     compile_any_json as compile_any_json,
     compile_gbnf as compile_gbnf,
+    compile_lark as compile_lark,
     compile_json_schema as compile_json_schema,
     compile_regex as compile_regex,
     fill_next_token_bitmasks as fill_next_token_bitmasks,

@@ -123,6 +123,9 @@ def compile_regex(pattern: str, vocabulary: Vocabulary) -> CompiledGrammar:
 def compile_gbnf(text: str, vocabulary: Vocabulary, *, root: str = "root") -> CompiledGrammar:
     """Compiles a GBNF grammar; raises ``CompileError`` with line and column."""
 
+def compile_lark(text: str, vocabulary: Vocabulary) -> CompiledGrammar:
+    """Compiles a Lark grammar (start rule ``start``); raises ``CompileError`` with line and column."""
+
 class Matcher:
     """One sequence's state under a compiled grammar."""
 

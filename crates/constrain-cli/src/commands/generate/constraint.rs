@@ -52,6 +52,12 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
             constrain::Constraint::Gbnf(text),
             format!("--grammar {}", path.display()),
         )
+    } else if let Some(path) = &args.lark {
+        let text = read_source(path, "grammar", &limits)?;
+        (
+            constrain::Constraint::Lark(text),
+            format!("--lark {}", path.display()),
+        )
     } else if let Some(pattern) = &args.regex {
         (
             constrain::Constraint::Regex(pattern.clone()),

@@ -75,7 +75,9 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
 
     if let Some(beams) = args.beams {
         let Some(matcher) = matcher else {
-            anyhow::bail!("--beams needs a constraint (--schema, --regex, --grammar or --json)");
+            anyhow::bail!(
+                "--beams needs a constraint (--schema, --regex, --grammar, --lark or --json)"
+            );
         };
         anyhow::ensure!(beams >= 1, "--beams must be at least 1");
         let request = BeamRequest {
