@@ -1,6 +1,7 @@
 //! [`CompiledGrammar`]: a grammar bound to a vocabulary, with its lazily built automaton and the
 //! token masks of every state visited so far.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use constrain_vocab::Vocabulary;
@@ -28,6 +29,9 @@ pub struct CompiledGrammar {
     lazy: Mutex<Lazy>,
     masks: RwLock<MaskCache>,
     initial: StateId,
+    /// Whether the token budget skips the bound and always takes its exact walk (see
+    /// [`CompiledGrammar::set_budget_walk_only`]).
+    budget_walk_only: AtomicBool,
 }
 
 /// The parts built on demand, behind one lock.
@@ -43,6 +47,12 @@ struct Lazy {
     /// Per state: the most tokens a completion takes after any one allowed token (see
     /// [`CompiledGrammar::fit_to_budget`]).
     widest_after: FxHashMap<StateId, u64>,
+    /// Per state: a bound on `widest_after` that costs no walk of the inside of its lexeme,
+    /// `u64::MAX` where none is known (see [`CompiledGrammar::bound_after`]).
+    bound_after: FxHashMap<StateId, u64>,
+    /// Per boundary node and automaton state there: the most tokens a completion takes after
+    /// any token below the node.
+    widest_below: FxHashMap<(u32, StateId), u64>,
 }
 
 /// Token masks per automaton state, dropped wholesale when over budget.
@@ -100,6 +110,8 @@ impl CompiledGrammar {
                 boundaries: BoundaryCache::default(),
                 completions: Completions::default(),
                 widest_after: FxHashMap::default(),
+                bound_after: FxHashMap::default(),
+                widest_below: FxHashMap::default(),
             }),
             masks: RwLock::new(MaskCache {
                 masks: FxHashMap::default(),
@@ -107,6 +119,7 @@ impl CompiledGrammar {
                 budget: limits.mask_cache_bytes,
             }),
             initial,
+            budget_walk_only: AtomicBool::new(false),
         });
         // The first mask is part of compiling: within the same budget, and ready for every
         // matcher.
@@ -157,6 +170,14 @@ impl CompiledGrammar {
     /// Runs `f` with the automaton locked.
     pub(crate) fn with_automaton<R>(&self, f: impl FnOnce(&mut Automaton) -> R) -> R {
         f(&mut self.lazy.lock().automaton)
+    }
+
+    /// Makes the token budget decide every mask by its walk of the trie, as it did before it
+    /// had a bound (`true`), or take the bound first (`false`, the default). The masks are
+    /// the same either way; this exists to measure and to test the bound against the walk.
+    #[doc(hidden)]
+    pub fn set_budget_walk_only(&self, walk_only: bool) {
+        self.budget_walk_only.store(walk_only, Ordering::Relaxed);
     }
 
     /// The cached mask of `state` (without end-of-sequence bits), computing it on first visit.
@@ -352,9 +373,11 @@ impl CompiledGrammar {
     /// completion takes more than `room` tokens, but `keep` (the next token of a completion
     /// known to fit). Returns whether any token was cleared.
     ///
-    /// The most tokens a completion takes after any allowed token is kept per state, so where
-    /// the budget is ample this is one lookup and one comparison; where it is not, a walk of
-    /// the trie from `state` reads each allowed token's completion.
+    /// While the budget is ample this is a lookup and a comparison against a bound kept per
+    /// state ([`CompiledGrammar::bound_after`]), computed without a walk of the vocabulary;
+    /// only where the bound does not fit does the exact answer
+    /// ([`CompiledGrammar::fit_to_budget_exactly`]) walk the trie. The bound is at least what
+    /// that walk finds, so the mask is the same either way.
     pub(crate) fn fit_to_budget(
         &self,
         state: StateId,
@@ -362,22 +385,29 @@ impl CompiledGrammar {
         room: u64,
         keep: Option<u32>,
     ) -> Result<bool, MatchError> {
-        let widest = self.lazy.lock().widest_after.get(&state).copied();
-        let widest = match widest {
-            Some(w) => w,
-            None => {
-                let base = self.mask(state)?;
-                let mut widest = 0u64;
-                self.walk_completions(state, &base, |_, tokens| widest = widest.max(tokens))?;
-                self.lazy.lock().widest_after.insert(state, widest);
-                widest
-            }
-        };
+        if !self.budget_walk_only.load(Ordering::Relaxed) && self.bound_after(state) <= room {
+            return Ok(false);
+        }
+        self.fit_to_budget_exactly(state, mask, room, keep)
+    }
+
+    /// [`CompiledGrammar::fit_to_budget`] by a walk of the trie: the most tokens a completion
+    /// takes after any allowed token is kept per state, so where the budget is ample this is one
+    /// lookup and one comparison; where it is not, a walk of the trie from `state` reads each
+    /// allowed token's completion.
+    pub(crate) fn fit_to_budget_exactly(
+        &self,
+        state: StateId,
+        mask: &mut [u32],
+        room: u64,
+        keep: Option<u32>,
+    ) -> Result<bool, MatchError> {
+        let widest = self.widest_after(state)?;
         if widest <= room {
             return Ok(false);
         }
         let mut refused = Vec::new();
-        self.walk_completions(state, mask, |token, tokens| {
+        self.walk_completions(0, state, Some(&*mask), |token, tokens| {
             if tokens > room && Some(token) != keep {
                 refused.push(token);
             }
@@ -388,13 +418,103 @@ impl CompiledGrammar {
         Ok(!refused.is_empty())
     }
 
-    /// Walks the token trie from `state`, calling `visit(token, completion tokens after it)`
-    /// for every token set in `allowed` (text and special tokens; end-of-sequence is not in
-    /// the trie).
+    /// The most tokens the shortest completion takes after any token allowed at `state` (by
+    /// the grammar alone), from a walk of the whole trie; kept per state.
+    pub(crate) fn widest_after(&self, state: StateId) -> Result<u64, MatchError> {
+        if let Some(&w) = self.lazy.lock().widest_after.get(&state) {
+            return Ok(w);
+        }
+        let base = self.mask(state)?;
+        let mut widest = 0u64;
+        self.walk_completions(0, state, Some(&base), |_, tokens| {
+            widest = widest.max(tokens)
+        })?;
+        self.lazy.lock().widest_after.insert(state, widest);
+        Ok(widest)
+    }
+
+    /// A bound on [`CompiledGrammar::widest_after`] (`u64::MAX` where none is known), kept
+    /// per state and shared by every sequence.
+    ///
+    /// For a state of one scan `(row, lex)`, an allowed token either keeps the lexeme going
+    /// to its last byte, or passes a point where the lexeme may end. The first are bounded by
+    /// the lexer alone, whatever tokens the vocabulary has (see
+    /// `completion::LexemeReach`), so the bulk of the vocabulary (a string's inside) costs
+    /// nothing; the second lie below the boundaries of the lexeme's walk, the subtrees the mask
+    /// itself walks with the whole automaton, and are read exactly there. States of several
+    /// scans have no bound: the budget walks the trie for them.
+    ///
+    /// Computing it never fails the mask: what it cannot compute (a limit met) is no bound.
+    pub(crate) fn bound_after(&self, state: StateId) -> u64 {
+        if let Some(&b) = self.lazy.lock().bound_after.get(&state) {
+            return b;
+        }
+        let bound = self.compute_bound_after(state).unwrap_or(u64::MAX);
+        self.lazy.lock().bound_after.insert(state, bound);
+        bound
+    }
+
+    fn compute_bound_after(&self, state: StateId) -> Result<u64, MatchError> {
+        let mut lazy = self.lazy.lock();
+        let Some(lex) = lazy.automaton.single_scan(state) else {
+            return Ok(u64::MAX);
+        };
+        let row = lazy.automaton.scans(state)[0].0;
+        let inside = {
+            let Lazy {
+                automaton,
+                completions,
+                ..
+            } = &mut *lazy;
+            completions.bound_within_lexeme(automaton, &self.index, row, lex)?
+        };
+        let Some(mut widest) = inside else {
+            return Ok(u64::MAX);
+        };
+        let lexeme = self.lexeme_mask(&mut lazy, lex, Sharing::BySignature)?;
+        drop(lazy);
+        for (node, path) in &lexeme.boundaries {
+            let at = self.with_automaton(|a| {
+                let mut s = state;
+                for &b in path.iter() {
+                    s = a.next_byte(s, b)?;
+                    if s == DEAD {
+                        break;
+                    }
+                }
+                Ok::<StateId, MatchError>(s)
+            })?;
+            if at == DEAD {
+                continue;
+            }
+            let known = self.lazy.lock().widest_below.get(&(*node, at)).copied();
+            let below = match known {
+                Some(w) => w,
+                None => {
+                    let mut below = 0u64;
+                    self.walk_completions(*node as usize, at, None, |_, tokens| {
+                        below = below.max(tokens)
+                    })?;
+                    self.lazy.lock().widest_below.insert((*node, at), below);
+                    below
+                }
+            };
+            widest = widest.max(below);
+            if widest == u64::MAX {
+                break;
+            }
+        }
+        Ok(widest)
+    }
+
+    /// Walks the token trie below node `root` from `state`, calling `visit(token, completion
+    /// tokens after it)` for every token that leads to a live state and is set in `allowed`
+    /// when given (text and special tokens; end-of-sequence is not in the trie).
     fn walk_completions(
         &self,
+        root: usize,
         state: StateId,
-        allowed: &[u32],
+        allowed: Option<&[u32]>,
         mut visit: impl FnMut(u32, u64),
     ) -> Result<(), MatchError> {
         let mut lazy = self.lazy.lock();
@@ -406,9 +526,9 @@ impl CompiledGrammar {
         let index = &self.index;
         let nodes = index.nodes();
         let classes = *automaton.lexer.byte_classes();
-        let end = nodes[0].subtree_end as usize;
+        let end = nodes[root].subtree_end as usize;
         let mut stack: Vec<(u32, StateId)> = vec![(end as u32, state)];
-        let mut i = 1;
+        let mut i = root + 1;
         while i < end {
             while stack.last().is_some_and(|&(e, _)| e as usize <= i) {
                 stack.pop();
@@ -422,7 +542,7 @@ impl CompiledGrammar {
             }
             let mut tokens_after = None;
             for &t in index.tokens_of(i) {
-                if allowed[(t >> 5) as usize] >> (t & 31) & 1 == 0 {
+                if allowed.is_some_and(|a| a[(t >> 5) as usize] >> (t & 31) & 1 == 0) {
                     continue;
                 }
                 let after = match tokens_after {
