@@ -9,7 +9,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{Automaton, StateId, DEAD};
-use crate::completion::{Completion, Completions};
+use crate::completion::{self, Completion, Completions};
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::{lower, Grammar};
 use crate::lexer::LexId;
@@ -47,9 +47,12 @@ struct Lazy {
     /// Per state: the most tokens a completion takes after any one allowed token (see
     /// [`CompiledGrammar::fit_to_budget`]).
     widest_after: FxHashMap<StateId, u64>,
-    /// Per state: a bound on `widest_after` that costs no walk of the inside of its lexeme,
-    /// `u64::MAX` where none is known (see [`CompiledGrammar::bound_after`]).
-    bound_after: FxHashMap<StateId, u64>,
+    /// Per state: what the budget reads without a walk of the whole trie, `None` where it
+    /// takes the walk (see [`CompiledGrammar::budget_view`]).
+    budget_views: FxHashMap<StateId, Option<BudgetView>>,
+    /// Per lexer state: where tokens that keep its lexeme going end (see
+    /// [`completion::token_ends`]).
+    token_ends: FxHashMap<LexId, Option<Arc<[LexId]>>>,
     /// Per boundary node and automaton state there: the most tokens a completion takes after
     /// any token below the node.
     widest_below: FxHashMap<(u32, StateId), u64>,
@@ -110,7 +113,8 @@ impl CompiledGrammar {
                 boundaries: BoundaryCache::default(),
                 completions: Completions::default(),
                 widest_after: FxHashMap::default(),
-                bound_after: FxHashMap::default(),
+                budget_views: FxHashMap::default(),
+                token_ends: FxHashMap::default(),
                 widest_below: FxHashMap::default(),
             }),
             masks: RwLock::new(MaskCache {
@@ -373,11 +377,11 @@ impl CompiledGrammar {
     /// completion takes more than `room` tokens, but `keep` (the next token of a completion
     /// known to fit). Returns whether any token was cleared.
     ///
-    /// While the budget is ample this is a lookup and a comparison against a bound kept per
-    /// state ([`CompiledGrammar::bound_after`]), computed without a walk of the vocabulary;
-    /// only where the bound does not fit does the exact answer
-    /// ([`CompiledGrammar::fit_to_budget_exactly`]) walk the trie. The bound is at least what
-    /// that walk finds, so the mask is the same either way.
+    /// For a state of one scan, what the budget needs is kept per state ([`BudgetView`]):
+    /// while it is ample this is a lookup and a comparison; as it runs out, only the subtrees
+    /// below the lexeme's boundaries are walked, unless a token inside the lexeme must go too.
+    /// Otherwise, and then, the walk of the whole trie
+    /// ([`CompiledGrammar::fit_to_budget_exactly`]) decides. Both refuse the same tokens.
     pub(crate) fn fit_to_budget(
         &self,
         state: StateId,
@@ -385,16 +389,45 @@ impl CompiledGrammar {
         room: u64,
         keep: Option<u32>,
     ) -> Result<bool, MatchError> {
-        if !self.budget_walk_only.load(Ordering::Relaxed) && self.bound_after(state) <= room {
+        if self.budget_walk_only.load(Ordering::Relaxed) {
+            return self.fit_to_budget_exactly(state, mask, room, keep);
+        }
+        let Some(view) = self.budget_view(state) else {
+            return self.fit_to_budget_exactly(state, mask, room, keep);
+        };
+        if view.inside.max(view.below) <= room {
             return Ok(false);
         }
-        self.fit_to_budget_exactly(state, mask, room, keep)
+        if view.inside > room {
+            return self.fit_to_budget_exactly(state, mask, room, keep);
+        }
+        // Only tokens that pass a boundary of the lexeme may take too many.
+        let mut refused = Vec::new();
+        let lexeme = {
+            let mut lazy = self.lazy.lock();
+            self.lexeme_mask(&mut lazy, view.lex, Sharing::BySignature)?
+        };
+        for (node, path) in &lexeme.boundaries {
+            let at = self.with_automaton(|a| walk(a, state, path))?;
+            if at == DEAD {
+                continue;
+            }
+            self.walk_completions(*node as usize, at, Some(&*mask), |token, tokens| {
+                if tokens > room && Some(token) != keep {
+                    refused.push(token);
+                }
+            })?;
+        }
+        for &t in &refused {
+            mask[(t >> 5) as usize] &= !(1 << (t & 31));
+        }
+        Ok(!refused.is_empty())
     }
 
-    /// [`CompiledGrammar::fit_to_budget`] by a walk of the trie: the most tokens a completion
-    /// takes after any allowed token is kept per state, so where the budget is ample this is one
-    /// lookup and one comparison; where it is not, a walk of the trie from `state` reads each
-    /// allowed token's completion.
+    /// [`CompiledGrammar::fit_to_budget`] by a walk of the whole trie: the most tokens a
+    /// completion takes after any allowed token is kept per state, so where the budget is
+    /// ample this is one lookup and one comparison; where it is not, a walk of the trie from
+    /// `state` reads each allowed token's completion.
     pub(crate) fn fit_to_budget_exactly(
         &self,
         state: StateId,
@@ -433,78 +466,90 @@ impl CompiledGrammar {
         Ok(widest)
     }
 
-    /// A bound on [`CompiledGrammar::widest_after`] (`u64::MAX` where none is known), kept
-    /// per state and shared by every sequence.
-    ///
-    /// For a state of one scan `(row, lex)`, an allowed token either keeps the lexeme going
-    /// to its last byte, or passes a point where the lexeme may end. The first are bounded by
-    /// the lexer alone, whatever tokens the vocabulary has (see
-    /// `completion::LexemeReach`), so the bulk of the vocabulary (a string's inside) costs
-    /// nothing; the second lie below the boundaries of the lexeme's walk, the subtrees the mask
-    /// itself walks with the whole automaton, and are read exactly there. States of several
-    /// scans have no bound: the budget walks the trie for them.
-    ///
-    /// Computing it never fails the mask: what it cannot compute (a limit met) is no bound.
+    /// A bound on [`CompiledGrammar::widest_after`] from the state's [`BudgetView`],
+    /// `u64::MAX` where it has none.
     pub(crate) fn bound_after(&self, state: StateId) -> u64 {
-        if let Some(&b) = self.lazy.lock().bound_after.get(&state) {
-            return b;
-        }
-        let bound = self.compute_bound_after(state).unwrap_or(u64::MAX);
-        self.lazy.lock().bound_after.insert(state, bound);
-        bound
+        self.budget_view(state)
+            .map_or(u64::MAX, |v| v.inside.max(v.below))
     }
 
-    fn compute_bound_after(&self, state: StateId) -> Result<u64, MatchError> {
+    /// The [`BudgetView`] of `state`, computed on first use and kept; `None` for a state of
+    /// several scans, and where computing it met a limit (the walk decides then: a view
+    /// never fails a mask).
+    fn budget_view(&self, state: StateId) -> Option<BudgetView> {
+        if let Some(known) = self.lazy.lock().budget_views.get(&state) {
+            return *known;
+        }
+        let view = self.compute_budget_view(state).unwrap_or(None);
+        self.lazy.lock().budget_views.insert(state, view);
+        view
+    }
+
+    fn compute_budget_view(&self, state: StateId) -> Result<Option<BudgetView>, MatchError> {
         let mut lazy = self.lazy.lock();
         let Some(lex) = lazy.automaton.single_scan(state) else {
-            return Ok(u64::MAX);
+            return Ok(None);
         };
         let row = lazy.automaton.scans(state)[0].0;
-        let inside = {
+        let ends = match lazy.token_ends.get(&lex) {
+            Some(known) => known.clone(),
+            None => {
+                let ends = completion::token_ends(
+                    &mut lazy.automaton.lexer,
+                    lex,
+                    self.index.longest_token(),
+                )?
+                .map(Arc::from);
+                lazy.token_ends.insert(lex, ends.clone());
+                ends
+            }
+        };
+        let Some(ends) = ends else {
+            return Ok(None);
+        };
+        // Every token that keeps the lexeme going ends in the state after one of `ends`.
+        let mut inside = 0u64;
+        {
             let Lazy {
                 automaton,
                 completions,
                 ..
             } = &mut *lazy;
-            completions.bound_within_lexeme(automaton, &self.index, row, lex)?
-        };
-        let Some(mut widest) = inside else {
-            return Ok(u64::MAX);
-        };
+            for &end in ends.iter() {
+                let after = automaton.after_lexeme_bytes(row, end)?;
+                if after == DEAD {
+                    continue;
+                }
+                let tokens = completions
+                    .of_state(automaton, &self.index, after)?
+                    .map_or(u64::MAX, |c| c.tokens.len() as u64);
+                inside = inside.max(tokens);
+            }
+        }
+        // The others lie below the boundaries of the lexeme's walk (the mask's subtrees).
         let lexeme = self.lexeme_mask(&mut lazy, lex, Sharing::BySignature)?;
         drop(lazy);
+        let mut below = 0u64;
         for (node, path) in &lexeme.boundaries {
-            let at = self.with_automaton(|a| {
-                let mut s = state;
-                for &b in path.iter() {
-                    s = a.next_byte(s, b)?;
-                    if s == DEAD {
-                        break;
-                    }
-                }
-                Ok::<StateId, MatchError>(s)
-            })?;
+            let at = self.with_automaton(|a| walk(a, state, path))?;
             if at == DEAD {
                 continue;
             }
             let known = self.lazy.lock().widest_below.get(&(*node, at)).copied();
-            let below = match known {
+            let widest = match known {
                 Some(w) => w,
                 None => {
-                    let mut below = 0u64;
+                    let mut widest = 0u64;
                     self.walk_completions(*node as usize, at, None, |_, tokens| {
-                        below = below.max(tokens)
+                        widest = widest.max(tokens)
                     })?;
-                    self.lazy.lock().widest_below.insert((*node, at), below);
-                    below
+                    self.lazy.lock().widest_below.insert((*node, at), widest);
+                    widest
                 }
             };
-            widest = widest.max(below);
-            if widest == u64::MAX {
-                break;
-            }
+            below = below.max(widest);
         }
-        Ok(widest)
+        Ok(Some(BudgetView { lex, inside, below }))
     }
 
     /// Walks the token trie below node `root` from `state`, calling `visit(token, completion
@@ -569,6 +614,32 @@ impl CompiledGrammar {
     pub fn automaton_size(&self) -> (usize, usize, usize) {
         self.lazy.lock().automaton.stats()
     }
+}
+
+/// What the token budget needs of a state of one scan `(row, lex)`, read without a walk of
+/// the whole trie. A token allowed there either keeps the lexeme going to its last byte, and
+/// then ends in the state [`Automaton::after_lexeme_bytes`] gives for one of the lexer states
+/// [`completion::token_ends`] lists (a superset of where tokens end: the bound is never
+/// below the truth), or it passes a point where the lexeme may end, below one of the
+/// boundaries of the lexeme's walk (see `mask`), where it is read exactly.
+#[derive(Clone, Copy, Debug)]
+struct BudgetView {
+    lex: LexId,
+    /// The most tokens a completion takes after a token that keeps the lexeme going.
+    inside: u64,
+    /// The most tokens a completion takes after a token below a boundary.
+    below: u64,
+}
+
+/// The state after `bytes` from `state` ([`DEAD`] once dead).
+fn walk(a: &mut Automaton, mut state: StateId, bytes: &[u8]) -> Result<StateId, MatchError> {
+    for &b in bytes {
+        state = a.next_byte(state, b)?;
+        if state == DEAD {
+            break;
+        }
+    }
+    Ok(state)
 }
 
 /// Whether a lexeme walk is looked up among, and given to, other grammars' (by signature, see

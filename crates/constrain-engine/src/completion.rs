@@ -89,49 +89,12 @@ pub(crate) struct Completions {
     after_text: FxHashMap<(RowId, u32), Arc<[u8]>>,
     /// Per state: its completion, `None` where there is none.
     states: FxHashMap<StateId, Option<Completion>>,
-    /// Whether every class's representative byte is a token of its own: then every completion
-    /// text tokenizes, one token per byte at worst, and a bound in bytes bounds tokens.
-    bytes_bound_tokens: bool,
-    /// Per lexer state: what continuing its lexeme may lead to (see [`LexemeReach`]).
-    reach: FxHashMap<LexId, Option<Arc<LexemeReach>>>,
-    /// Per row and lexer state that may end a lexeme: the bytes completing the input once the
-    /// lexeme ends there (see [`Completions::bytes_after_lexeme`]).
-    after_lexeme: FxHashMap<(RowId, LexId), u64>,
     /// Bytes held by the texts above, to bound the memory of a long-lived grammar.
     bytes: usize,
 }
 
 /// Bytes of texts kept before the completions of rows and states are dropped.
 const MAX_KEPT_BYTES: usize = 64 << 20;
-
-/// Lexer states a [`LexemeReach`] may hold, and visit to measure their distances: beyond them
-/// (the key position of an object of hundreds of members, a long counted string) the bound
-/// is not computed and the budget takes the exact walk.
-const MAX_REACH_STATES: usize = 512;
-const MAX_REACH_GRAPH: usize = 4096;
-
-/// Terminals a [`LexemeReach`] measures distances to, at most.
-const MAX_REACH_TERMINALS: usize = 32;
-
-/// What continuing a lexeme from one lexer state `l` may lead to, within the longest token and
-/// before the lexeme could end: the lexer states a token read from `l` can end in without
-/// passing a point where the lexeme may end (`reach`), whatever the vocabulary. It depends on
-/// the lexer alone, so it serves every row that scans from `l`.
-///
-/// A token that ends in such a state `x` leaves the automaton with the scan `(row, x)` when `x`
-/// extends, so the shortest completion after it is at most that scan's: the bytes to end some
-/// terminal from `x` plus what completes the row after that terminal. Where `x` may end the
-/// lexeme, the state after the token holds the scan of the row after it (and is accepting when
-/// that row is), which completes in the bytes [`Completions::bytes_after_lexeme`] counts.
-#[derive(Debug, Default)]
-pub(crate) struct LexemeReach {
-    /// Per reached state that cannot end the lexeme: each terminal it can still end, with the
-    /// fewest bytes to do so as [`Completions::complete_scan`] counts them (at least one).
-    /// Equal lists are kept once.
-    open: Vec<Box<[(u32, u64)]>>,
-    /// The reached states where the lexeme may end.
-    ends: Vec<LexId>,
-}
 
 impl Completions {
     /// The shortest completion of `state`, or `None` when no input completes it.
@@ -187,85 +150,6 @@ impl Completions {
         Ok(best)
     }
 
-    /// A bound in tokens on the shortest completion after any token read from the single scan
-    /// `(row, lex)` that keeps its lexeme going, never ending it before the token's last byte
-    /// (see [`LexemeReach`]); `None` where none is known.
-    ///
-    /// The bound is in bytes, which bound tokens when every byte a completion text is made of
-    /// is a token of its own (longest-match tokenization then takes at least one byte a token).
-    pub(crate) fn bound_within_lexeme(
-        &mut self,
-        a: &mut Automaton,
-        index: &TokenIndex,
-        row: RowId,
-        lex: LexId,
-    ) -> Result<Option<u64>, MatchError> {
-        self.prepare(a, index)?;
-        if !self.bytes_bound_tokens {
-            return Ok(None);
-        }
-        let reach = match self.reach.get(&lex) {
-            Some(known) => known.clone(),
-            None => {
-                let reach = lexeme_reach(&mut a.lexer, lex, index.longest_token())?.map(Arc::new);
-                self.reach.insert(lex, reach.clone());
-                reach
-            }
-        };
-        let Some(reach) = reach else {
-            return Ok(None);
-        };
-        let tails = self.row_tails(a, row)?;
-        let mut widest = 0u64;
-        for ends in &reach.open {
-            let least = ends
-                .iter()
-                .filter_map(|&(t, bytes)| tails.get(&t).map(|tail| bytes.saturating_add(tail.0)))
-                .min()
-                .unwrap_or(NONE);
-            widest = widest.max(least);
-        }
-        for &end in &reach.ends {
-            if widest == NONE {
-                break;
-            }
-            widest = widest.max(self.bytes_after_lexeme(a, row, end)?);
-        }
-        Ok((widest != NONE).then_some(widest))
-    }
-
-    /// The bytes of the shortest completion of the state a single scan `(row, lex)` reaches
-    /// when its lexeme ends in lexer state `end`, as [`Completions::of_state`] counts them for
-    /// that state: none when the row after the lexeme is accepting, else those of the scan
-    /// that starts there (the state after a token ending in `end` holds that scan, and
-    /// `(row, end)` too where `end` extends, which only makes it shorter).
-    fn bytes_after_lexeme(
-        &mut self,
-        a: &mut Automaton,
-        row: RowId,
-        end: LexId,
-    ) -> Result<u64, MatchError> {
-        if let Some(&known) = self.after_lexeme.get(&(row, end)) {
-            return Ok(known);
-        }
-        let accepts: Vec<u32> = a.lexer.accepts(end).to_vec();
-        let after = a.parser.scan(&[(row, &accepts[..])])?;
-        let bytes = if a.parser.row(after).accepting() {
-            0
-        } else {
-            let expected: Vec<u32> = a.parser.row(after).expected().to_vec();
-            if expected.is_empty() {
-                NONE
-            } else {
-                let lex = a.lexer.start(&expected)?;
-                self.complete_scan(a, after, lex, NONE)?
-                    .map_or(NONE, |text| text.len() as u64)
-            }
-        };
-        self.after_lexeme.insert((row, end), bytes);
-        Ok(bytes)
-    }
-
     /// Computes what does not depend on the input: class bytes, terminals, nonterminals.
     fn prepare(&mut self, a: &mut Automaton, index: &TokenIndex) -> Result<(), MatchError> {
         if self.class_bytes.is_empty() {
@@ -273,7 +157,6 @@ impl Completions {
             let mut order: Vec<usize> = (0..self.class_bytes.len()).collect();
             order.sort_by_key(|&c| !is_token(index, self.class_bytes[c]));
             self.class_order = order;
-            self.bytes_bound_tokens = self.class_bytes.iter().all(|&b| is_token(index, b));
         }
         if !self.derived {
             self.derive_nonterminals(a)?;
@@ -291,27 +174,7 @@ impl Completions {
         lex: LexId,
         bound: u64,
     ) -> Result<Option<Vec<u8>>, MatchError> {
-        let tails = self.row_tails(a, row)?;
-        let Some(least_tail) = tails.values().map(|t| t.0).min() else {
-            return Ok(None);
-        };
-        let found = self.end_lexeme(&mut a.lexer, lex, &tails, least_tail, bound)?;
-        let Some((path, (_, pos, origin))) = found else {
-            return Ok(None);
-        };
-        let mut text = path;
-        self.item_rest_text(a, pos, origin, &mut text)?;
-        Ok(Some(text))
-    }
-
-    /// What completing the input costs after each terminal `row` expects: the length, and
-    /// the item position and row the cheapest such completion goes on with.
-    #[allow(clippy::type_complexity)]
-    fn row_tails(
-        &mut self,
-        a: &mut Automaton,
-        row: RowId,
-    ) -> Result<FxHashMap<u32, (u64, u32, RowId)>, MatchError> {
+        // What completing the row costs after each terminal it expects.
         let mut tails: FxHashMap<u32, (u64, u32, RowId)> = FxHashMap::default();
         let expected: Vec<u32> = a.parser.row(row).expected().to_vec();
         for t in expected {
@@ -324,7 +187,16 @@ impl Completions {
                 }
             }
         }
-        Ok(tails)
+        let Some(least_tail) = tails.values().map(|t| t.0).min() else {
+            return Ok(None);
+        };
+        let found = self.end_lexeme(&mut a.lexer, lex, &tails, least_tail, bound)?;
+        let Some((path, (_, pos, origin))) = found else {
+            return Ok(None);
+        };
+        let mut text = path;
+        self.item_rest_text(a, pos, origin, &mut text)?;
+        Ok(Some(text))
     }
 
     /// A breadth-first search from `lex` (bytes read after it, at least one) for the state
@@ -759,134 +631,6 @@ impl Completions {
     }
 }
 
-/// The [`LexemeReach`] of `lex` for tokens of at most `longest` bytes; `None` past the limits
-/// on its size.
-fn lexeme_reach(
-    lexer: &mut Lexer,
-    lex: LexId,
-    longest: u32,
-) -> Result<Option<LexemeReach>, MatchError> {
-    let classes = lexer.classes();
-    // The states a token can end in: breadth first from `lex`, within the longest token,
-    // going on only through states where the lexeme can neither end nor stop.
-    let mut depth_of: FxHashMap<LexId, u32> = FxHashMap::default();
-    let mut reached: Vec<LexId> = Vec::new();
-    let mut queue: VecDeque<(LexId, u32)> = VecDeque::from([(lex, 0)]);
-    while let Some((x, depth)) = queue.pop_front() {
-        if depth >= longest {
-            continue;
-        }
-        for class in 0..classes {
-            let y = lexer.next(x, class)?;
-            if y == LEX_DEAD || depth_of.contains_key(&y) {
-                continue;
-            }
-            depth_of.insert(y, depth + 1);
-            reached.push(y);
-            if reached.len() > MAX_REACH_STATES {
-                return Ok(None);
-            }
-            if !lexer.can_end(y) && lexer.extends(y) {
-                queue.push_back((y, depth + 1));
-            }
-        }
-    }
-    let mut reach = LexemeReach::default();
-    // A reached state that can neither end nor extend leaves no scan: the token is refused.
-    let open: Vec<LexId> = reached
-        .iter()
-        .copied()
-        .filter(|&y| !lexer.can_end(y) && lexer.extends(y))
-        .collect();
-    reach.ends = reached
-        .iter()
-        .copied()
-        .filter(|&y| lexer.can_end(y))
-        .collect();
-    if open.is_empty() {
-        return Ok(Some(reach));
-    }
-    // Distances to the end of each terminal, as `Completions::end_lexeme` searches from a
-    // state: through states that extend, the first state visited that accepts a terminal
-    // ending it. The open states accept nothing, so a shortest path from one never comes back
-    // to it, and the search skipping its start changes nothing.
-    let mut index_of: FxHashMap<LexId, usize> = FxHashMap::default();
-    let mut nodes: Vec<LexId> = Vec::new();
-    for &y in &open {
-        index_of.insert(y, nodes.len());
-        nodes.push(y);
-    }
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    let mut i = 0;
-    while i < nodes.len() {
-        let x = nodes[i];
-        if lexer.extends(x) {
-            for class in 0..classes {
-                let y = lexer.next(x, class)?;
-                if y == LEX_DEAD {
-                    continue;
-                }
-                let j = match index_of.get(&y) {
-                    Some(&j) => j,
-                    None => {
-                        if nodes.len() >= MAX_REACH_GRAPH {
-                            return Ok(None);
-                        }
-                        index_of.insert(y, nodes.len());
-                        nodes.push(y);
-                        preds.push(Vec::new());
-                        nodes.len() - 1
-                    }
-                };
-                if preds[j].last() != Some(&i) {
-                    preds[j].push(i);
-                }
-            }
-        }
-        i += 1;
-    }
-    let mut terminals: Vec<u32> = nodes
-        .iter()
-        .flat_map(|&y| lexer.accepts(y).iter().copied())
-        .collect();
-    terminals.sort_unstable();
-    terminals.dedup();
-    if terminals.len() > MAX_REACH_TERMINALS {
-        return Ok(None);
-    }
-    let mut ends_of: Vec<Vec<(u32, u64)>> = vec![Vec::new(); open.len()];
-    let mut dist = vec![NONE; nodes.len()];
-    let mut queue: VecDeque<usize> = VecDeque::new();
-    for &t in &terminals {
-        dist.fill(NONE);
-        queue.clear();
-        for (j, &y) in nodes.iter().enumerate() {
-            if lexer.accepts(y).contains(&t) {
-                dist[j] = 0;
-                queue.push_back(j);
-            }
-        }
-        while let Some(j) = queue.pop_front() {
-            for &p in &preds[j] {
-                if dist[p] == NONE {
-                    dist[p] = dist[j] + 1;
-                    queue.push_back(p);
-                }
-            }
-        }
-        for (k, ends) in ends_of.iter_mut().enumerate() {
-            if dist[k] != NONE {
-                ends.push((t, dist[k]));
-            }
-        }
-    }
-    let mut open: Vec<Box<[(u32, u64)]>> = ends_of.into_iter().map(Vec::into_boxed_slice).collect();
-    open.sort_unstable();
-    open.dedup();
-    reach.open = open;
-    Ok(Some(reach))
-}
-
 /// A byte of every class, the first of: space, `a`, `0`, another printable ASCII byte, any;
 /// and among those, one the vocabulary has as a token of its own where the class holds one,
 /// so that the texts made of them can be tokenized (a vocabulary may spell only some
@@ -942,6 +686,49 @@ fn tokenize(index: &TokenIndex, text: &[u8]) -> Option<Vec<u32>> {
         at += len;
     }
     Some(tokens)
+}
+
+/// Lexer states [`token_ends`] may list: beyond them (the key position of an object of
+/// hundreds of members, a long counted string) it gives up, and the budget walks the trie.
+const MAX_TOKEN_ENDS: usize = 256;
+
+/// The lexer states a token of at most `longest` bytes read from `lex` can end in while its
+/// lexeme goes on: reached without passing a state where the lexeme may end (one where it may
+/// end is listed, and not gone past). Whatever the vocabulary: a superset of where its tokens
+/// end. `None` past [`MAX_TOKEN_ENDS`].
+///
+/// From a state of one scan `(row, lex)`, a token that ends in such a state `x` leads to the
+/// same automaton state as every other token ending there (its row is unchanged until its
+/// last byte, see `Automaton::after_lexeme_bytes`), so the completions after the bulk of the
+/// vocabulary (a string's inside) are read off a handful of states.
+pub(crate) fn token_ends(
+    lexer: &mut Lexer,
+    lex: LexId,
+    longest: u32,
+) -> Result<Option<Vec<LexId>>, MatchError> {
+    let classes = lexer.classes();
+    let mut seen: FxHashMap<LexId, ()> = FxHashMap::default();
+    let mut ends: Vec<LexId> = Vec::new();
+    let mut queue: VecDeque<(LexId, u32)> = VecDeque::from([(lex, 0)]);
+    while let Some((x, depth)) = queue.pop_front() {
+        if depth >= longest {
+            continue;
+        }
+        for class in 0..classes {
+            let y = lexer.next(x, class)?;
+            if y == LEX_DEAD || seen.insert(y, ()).is_some() {
+                continue;
+            }
+            ends.push(y);
+            if ends.len() > MAX_TOKEN_ENDS {
+                return Ok(None);
+            }
+            if !lexer.can_end(y) && lexer.extends(y) {
+                queue.push_back((y, depth + 1));
+            }
+        }
+    }
+    Ok(Some(ends))
 }
 
 #[cfg(test)]
