@@ -2,7 +2,8 @@
 //!
 //! `cargo bench -p constrain-engine --bench mask` prints, per tokenizer, the distribution of the
 //! time to fill one mask on first visit of a state (fresh grammar) and on a revisit (every state
-//! already cached), then runs criterion on whole-document passes.
+//! already cached), each also under a token budget of the document's tokens plus 8 (as a
+//! server's `max_tokens` sets one), then runs criterion on whole-document passes.
 
 // `criterion_group!` defines a public function without documentation.
 #![allow(missing_docs)]
@@ -47,9 +48,14 @@ fn document() -> String {
         .to_string()
 }
 
-/// Time of `fill_mask` for every token of `tokens`, in microseconds.
-fn pass(grammar: &Arc<CompiledGrammar>, tokens: &[u32]) -> Vec<f64> {
+/// Tokens a budgeted pass allows over the document's own.
+const BUDGET_SLACK: usize = 8;
+
+/// Time of `fill_mask` for every token of `tokens`, in microseconds, with a token budget of
+/// `budget` tokens when given.
+fn pass(grammar: &Arc<CompiledGrammar>, tokens: &[u32], budget: Option<usize>) -> Vec<f64> {
     let mut m = Matcher::new(grammar.clone());
+    m.set_token_budget(budget).expect("the document fits");
     let mut mask = vec![0u32; grammar.mask_words()];
     let mut times = Vec::with_capacity(tokens.len());
     for &t in tokens {
@@ -91,17 +97,33 @@ fn bench(c: &mut Criterion) {
         let compile =
             || CompiledGrammar::new(&grammar, index.clone(), Limits::default()).expect("compiles");
         let warm = compile();
+        let budget = Some(tokens.len() + BUDGET_SLACK);
         report(
             &format!("json.gbnf/{name}/first visit"),
-            pass(&warm, &tokens),
+            pass(&warm, &tokens, None),
         );
-        report(&format!("json.gbnf/{name}/revisit"), pass(&warm, &tokens));
+        report(
+            &format!("json.gbnf/{name}/revisit"),
+            pass(&warm, &tokens, None),
+        );
+        report(
+            &format!("json.gbnf/{name}/first visit, budget"),
+            pass(&compile(), &tokens, budget),
+        );
+        report(
+            &format!("json.gbnf/{name}/revisit, budget"),
+            pass(&warm, &tokens, budget),
+        );
         c.bench_function(&format!("json.gbnf/{name}/document, cached states"), |b| {
-            b.iter(|| pass(&warm, &tokens))
+            b.iter(|| pass(&warm, &tokens, None))
         });
         c.bench_function(&format!("json.gbnf/{name}/document, fresh grammar"), |b| {
-            b.iter(|| pass(&compile(), &tokens))
+            b.iter(|| pass(&compile(), &tokens, None))
         });
+        c.bench_function(
+            &format!("json.gbnf/{name}/document, fresh grammar, budget"),
+            |b| b.iter(|| pass(&compile(), &tokens, budget)),
+        );
     }
 }
 

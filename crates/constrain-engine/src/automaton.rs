@@ -182,6 +182,36 @@ impl Automaton {
         self.intern(next)
     }
 
+    /// The state after bytes that take the only scan `(row, _)` of a state to lexer state
+    /// `end` without passing a point where its lexeme could end: what [`Automaton::next`]
+    /// builds at the last of them (the scan goes on where `end` extends, and where the lexeme
+    /// may end there, the row after it starts a scan). [`DEAD`] when nothing follows.
+    pub(crate) fn after_lexeme_bytes(
+        &mut self,
+        row: RowId,
+        end: LexId,
+    ) -> Result<StateId, MatchError> {
+        let mut next = Config {
+            scans: SmallVec::new(),
+            accepting: false,
+        };
+        if end == LEX_DEAD {
+            return Ok(DEAD);
+        }
+        if self.lexer.extends(end) {
+            next.scans.push((row, end));
+        }
+        if self.lexer.can_end(end) {
+            let accepts: SmallVec<[u32; 4]> = self.lexer.accepts(end).into();
+            let after = self.parser.scan(&[(row, &accepts[..])])?;
+            next.accepting = self.parser.row(after).accepting();
+            self.start_scan(after, &mut next)?;
+        }
+        next.scans.sort_unstable();
+        next.scans.dedup();
+        self.intern(next)
+    }
+
     fn intern(&mut self, config: Config) -> Result<StateId, MatchError> {
         let hash = IdsByHash::hash_of(&config);
         if let Some(id) = self

@@ -1,6 +1,7 @@
 //! [`CompiledGrammar`]: a grammar bound to a vocabulary, with its lazily built automaton and the
 //! token masks of every state visited so far.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use constrain_vocab::Vocabulary;
@@ -8,7 +9,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{Automaton, StateId, DEAD};
-use crate::completion::{Completion, Completions};
+use crate::completion::{self, Completion, Completions};
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::{lower, Grammar};
 use crate::lexer::LexId;
@@ -28,6 +29,9 @@ pub struct CompiledGrammar {
     lazy: Mutex<Lazy>,
     masks: RwLock<MaskCache>,
     initial: StateId,
+    /// Whether the token budget skips the bound and always takes its exact walk (see
+    /// [`CompiledGrammar::set_budget_walk_only`]).
+    budget_walk_only: AtomicBool,
 }
 
 /// The parts built on demand, behind one lock.
@@ -43,6 +47,15 @@ struct Lazy {
     /// Per state: the most tokens a completion takes after any one allowed token (see
     /// [`CompiledGrammar::fit_to_budget`]).
     widest_after: FxHashMap<StateId, u64>,
+    /// Per state: what the budget reads without a walk of the whole trie, `None` where it
+    /// takes the walk (see [`CompiledGrammar::budget_view`]).
+    budget_views: FxHashMap<StateId, Option<BudgetView>>,
+    /// Per lexer state: where tokens that keep its lexeme going end (see
+    /// [`completion::token_ends`]).
+    token_ends: FxHashMap<LexId, Option<Arc<[LexId]>>>,
+    /// Per boundary node and automaton state there: the most tokens a completion takes after
+    /// any token below the node.
+    widest_below: FxHashMap<(u32, StateId), u64>,
 }
 
 /// Token masks per automaton state, dropped wholesale when over budget.
@@ -100,6 +113,9 @@ impl CompiledGrammar {
                 boundaries: BoundaryCache::default(),
                 completions: Completions::default(),
                 widest_after: FxHashMap::default(),
+                budget_views: FxHashMap::default(),
+                token_ends: FxHashMap::default(),
+                widest_below: FxHashMap::default(),
             }),
             masks: RwLock::new(MaskCache {
                 masks: FxHashMap::default(),
@@ -107,6 +123,7 @@ impl CompiledGrammar {
                 budget: limits.mask_cache_bytes,
             }),
             initial,
+            budget_walk_only: AtomicBool::new(false),
         });
         // The first mask is part of compiling: within the same budget, and ready for every
         // matcher.
@@ -157,6 +174,14 @@ impl CompiledGrammar {
     /// Runs `f` with the automaton locked.
     pub(crate) fn with_automaton<R>(&self, f: impl FnOnce(&mut Automaton) -> R) -> R {
         f(&mut self.lazy.lock().automaton)
+    }
+
+    /// Makes the token budget decide every mask by its walk of the trie, as it did before it
+    /// had a bound (`true`), or take the bound first (`false`, the default). The masks are
+    /// the same either way; this exists to measure and to test the bound against the walk.
+    #[doc(hidden)]
+    pub fn set_budget_walk_only(&self, walk_only: bool) {
+        self.budget_walk_only.store(walk_only, Ordering::Relaxed);
     }
 
     /// The cached mask of `state` (without end-of-sequence bits), computing it on first visit.
@@ -352,9 +377,11 @@ impl CompiledGrammar {
     /// completion takes more than `room` tokens, but `keep` (the next token of a completion
     /// known to fit). Returns whether any token was cleared.
     ///
-    /// The most tokens a completion takes after any allowed token is kept per state, so where
-    /// the budget is ample this is one lookup and one comparison; where it is not, a walk of
-    /// the trie from `state` reads each allowed token's completion.
+    /// For a state of one scan, what the budget needs is kept per state ([`BudgetView`]):
+    /// while it is ample this is a lookup and a comparison; as it runs out, only the subtrees
+    /// below the lexeme's boundaries are walked, unless a token inside the lexeme must go too.
+    /// Otherwise, and then, the walk of the whole trie
+    /// ([`CompiledGrammar::fit_to_budget_exactly`]) decides. Both refuse the same tokens.
     pub(crate) fn fit_to_budget(
         &self,
         state: StateId,
@@ -362,22 +389,58 @@ impl CompiledGrammar {
         room: u64,
         keep: Option<u32>,
     ) -> Result<bool, MatchError> {
-        let widest = self.lazy.lock().widest_after.get(&state).copied();
-        let widest = match widest {
-            Some(w) => w,
-            None => {
-                let base = self.mask(state)?;
-                let mut widest = 0u64;
-                self.walk_completions(state, &base, |_, tokens| widest = widest.max(tokens))?;
-                self.lazy.lock().widest_after.insert(state, widest);
-                widest
-            }
+        if self.budget_walk_only.load(Ordering::Relaxed) {
+            return self.fit_to_budget_exactly(state, mask, room, keep);
+        }
+        let Some(view) = self.budget_view(state) else {
+            return self.fit_to_budget_exactly(state, mask, room, keep);
         };
+        if view.inside.max(view.below) <= room {
+            return Ok(false);
+        }
+        if view.inside > room {
+            return self.fit_to_budget_exactly(state, mask, room, keep);
+        }
+        // Only tokens that pass a boundary of the lexeme may take too many.
+        let mut refused = Vec::new();
+        let lexeme = {
+            let mut lazy = self.lazy.lock();
+            self.lexeme_mask(&mut lazy, view.lex, Sharing::BySignature)?
+        };
+        for (node, path) in &lexeme.boundaries {
+            let at = self.with_automaton(|a| walk(a, state, path))?;
+            if at == DEAD {
+                continue;
+            }
+            self.walk_completions(*node as usize, at, Some(&*mask), |token, tokens| {
+                if tokens > room && Some(token) != keep {
+                    refused.push(token);
+                }
+            })?;
+        }
+        for &t in &refused {
+            mask[(t >> 5) as usize] &= !(1 << (t & 31));
+        }
+        Ok(!refused.is_empty())
+    }
+
+    /// [`CompiledGrammar::fit_to_budget`] by a walk of the whole trie: the most tokens a
+    /// completion takes after any allowed token is kept per state, so where the budget is
+    /// ample this is one lookup and one comparison; where it is not, a walk of the trie from
+    /// `state` reads each allowed token's completion.
+    pub(crate) fn fit_to_budget_exactly(
+        &self,
+        state: StateId,
+        mask: &mut [u32],
+        room: u64,
+        keep: Option<u32>,
+    ) -> Result<bool, MatchError> {
+        let widest = self.widest_after(state)?;
         if widest <= room {
             return Ok(false);
         }
         let mut refused = Vec::new();
-        self.walk_completions(state, mask, |token, tokens| {
+        self.walk_completions(0, state, Some(&*mask), |token, tokens| {
             if tokens > room && Some(token) != keep {
                 refused.push(token);
             }
@@ -388,13 +451,115 @@ impl CompiledGrammar {
         Ok(!refused.is_empty())
     }
 
-    /// Walks the token trie from `state`, calling `visit(token, completion tokens after it)`
-    /// for every token set in `allowed` (text and special tokens; end-of-sequence is not in
-    /// the trie).
+    /// The most tokens the shortest completion takes after any token allowed at `state` (by
+    /// the grammar alone), from a walk of the whole trie; kept per state.
+    pub(crate) fn widest_after(&self, state: StateId) -> Result<u64, MatchError> {
+        if let Some(&w) = self.lazy.lock().widest_after.get(&state) {
+            return Ok(w);
+        }
+        let base = self.mask(state)?;
+        let mut widest = 0u64;
+        self.walk_completions(0, state, Some(&base), |_, tokens| {
+            widest = widest.max(tokens)
+        })?;
+        self.lazy.lock().widest_after.insert(state, widest);
+        Ok(widest)
+    }
+
+    /// A bound on [`CompiledGrammar::widest_after`] from the state's [`BudgetView`],
+    /// `u64::MAX` where it has none.
+    pub(crate) fn bound_after(&self, state: StateId) -> u64 {
+        self.budget_view(state)
+            .map_or(u64::MAX, |v| v.inside.max(v.below))
+    }
+
+    /// The [`BudgetView`] of `state`, computed on first use and kept; `None` for a state of
+    /// several scans, and where computing it met a limit (the walk decides then: a view
+    /// never fails a mask).
+    fn budget_view(&self, state: StateId) -> Option<BudgetView> {
+        if let Some(known) = self.lazy.lock().budget_views.get(&state) {
+            return *known;
+        }
+        let view = self.compute_budget_view(state).unwrap_or(None);
+        self.lazy.lock().budget_views.insert(state, view);
+        view
+    }
+
+    fn compute_budget_view(&self, state: StateId) -> Result<Option<BudgetView>, MatchError> {
+        let mut lazy = self.lazy.lock();
+        let Some(lex) = lazy.automaton.single_scan(state) else {
+            return Ok(None);
+        };
+        let row = lazy.automaton.scans(state)[0].0;
+        let ends = match lazy.token_ends.get(&lex) {
+            Some(known) => known.clone(),
+            None => {
+                let ends = completion::token_ends(
+                    &mut lazy.automaton.lexer,
+                    lex,
+                    self.index.longest_token(),
+                )?
+                .map(Arc::from);
+                lazy.token_ends.insert(lex, ends.clone());
+                ends
+            }
+        };
+        let Some(ends) = ends else {
+            return Ok(None);
+        };
+        // Every token that keeps the lexeme going ends in the state after one of `ends`.
+        let mut inside = 0u64;
+        {
+            let Lazy {
+                automaton,
+                completions,
+                ..
+            } = &mut *lazy;
+            for &end in ends.iter() {
+                let after = automaton.after_lexeme_bytes(row, end)?;
+                if after == DEAD {
+                    continue;
+                }
+                let tokens = completions
+                    .of_state(automaton, &self.index, after)?
+                    .map_or(u64::MAX, |c| c.tokens.len() as u64);
+                inside = inside.max(tokens);
+            }
+        }
+        // The others lie below the boundaries of the lexeme's walk (the mask's subtrees).
+        let lexeme = self.lexeme_mask(&mut lazy, lex, Sharing::BySignature)?;
+        drop(lazy);
+        let mut below = 0u64;
+        for (node, path) in &lexeme.boundaries {
+            let at = self.with_automaton(|a| walk(a, state, path))?;
+            if at == DEAD {
+                continue;
+            }
+            let known = self.lazy.lock().widest_below.get(&(*node, at)).copied();
+            let widest = match known {
+                Some(w) => w,
+                None => {
+                    let mut widest = 0u64;
+                    self.walk_completions(*node as usize, at, None, |_, tokens| {
+                        widest = widest.max(tokens)
+                    })?;
+                    self.lazy.lock().widest_below.insert((*node, at), widest);
+                    widest
+                }
+            };
+            below = below.max(widest);
+        }
+        Ok(Some(BudgetView { lex, inside, below }))
+    }
+
+    /// Walks the token trie below node `root` from `state`, calling `visit(token, completion
+    /// tokens after it)` for every token that leads to a live state and is set in `allowed`
+    /// when given (text and special tokens; end-of-sequence is not in the trie).
     fn walk_completions(
         &self,
+        root: usize,
         state: StateId,
-        allowed: &[u32],
+        allowed: Option<&[u32]>,
         mut visit: impl FnMut(u32, u64),
     ) -> Result<(), MatchError> {
         let mut lazy = self.lazy.lock();
@@ -406,9 +571,9 @@ impl CompiledGrammar {
         let index = &self.index;
         let nodes = index.nodes();
         let classes = *automaton.lexer.byte_classes();
-        let end = nodes[0].subtree_end as usize;
+        let end = nodes[root].subtree_end as usize;
         let mut stack: Vec<(u32, StateId)> = vec![(end as u32, state)];
-        let mut i = 1;
+        let mut i = root + 1;
         while i < end {
             while stack.last().is_some_and(|&(e, _)| e as usize <= i) {
                 stack.pop();
@@ -422,7 +587,7 @@ impl CompiledGrammar {
             }
             let mut tokens_after = None;
             for &t in index.tokens_of(i) {
-                if allowed[(t >> 5) as usize] >> (t & 31) & 1 == 0 {
+                if allowed.is_some_and(|a| a[(t >> 5) as usize] >> (t & 31) & 1 == 0) {
                     continue;
                 }
                 let after = match tokens_after {
@@ -449,6 +614,32 @@ impl CompiledGrammar {
     pub fn automaton_size(&self) -> (usize, usize, usize) {
         self.lazy.lock().automaton.stats()
     }
+}
+
+/// What the token budget needs of a state of one scan `(row, lex)`, read without a walk of
+/// the whole trie. A token allowed there either keeps the lexeme going to its last byte, and
+/// then ends in the state [`Automaton::after_lexeme_bytes`] gives for one of the lexer states
+/// [`completion::token_ends`] lists (a superset of where tokens end: the bound is never
+/// below the truth), or it passes a point where the lexeme may end, below one of the
+/// boundaries of the lexeme's walk (see `mask`), where it is read exactly.
+#[derive(Clone, Copy, Debug)]
+struct BudgetView {
+    lex: LexId,
+    /// The most tokens a completion takes after a token that keeps the lexeme going.
+    inside: u64,
+    /// The most tokens a completion takes after a token below a boundary.
+    below: u64,
+}
+
+/// The state after `bytes` from `state` ([`DEAD`] once dead).
+fn walk(a: &mut Automaton, mut state: StateId, bytes: &[u8]) -> Result<StateId, MatchError> {
+    for &b in bytes {
+        state = a.next_byte(state, b)?;
+        if state == DEAD {
+            break;
+        }
+    }
+    Ok(state)
 }
 
 /// Whether a lexeme walk is looked up among, and given to, other grammars' (by signature, see

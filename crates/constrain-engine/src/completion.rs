@@ -688,5 +688,48 @@ fn tokenize(index: &TokenIndex, text: &[u8]) -> Option<Vec<u32>> {
     Some(tokens)
 }
 
+/// Lexer states [`token_ends`] may list: beyond them (the key position of an object of
+/// hundreds of members, a long counted string) it gives up, and the budget walks the trie.
+const MAX_TOKEN_ENDS: usize = 256;
+
+/// The lexer states a token of at most `longest` bytes read from `lex` can end in while its
+/// lexeme goes on: reached without passing a state where the lexeme may end (one where it may
+/// end is listed, and not gone past). Whatever the vocabulary: a superset of where its tokens
+/// end. `None` past [`MAX_TOKEN_ENDS`].
+///
+/// From a state of one scan `(row, lex)`, a token that ends in such a state `x` leads to the
+/// same automaton state as every other token ending there (its row is unchanged until its
+/// last byte, see `Automaton::after_lexeme_bytes`), so the completions after the bulk of the
+/// vocabulary (a string's inside) are read off a handful of states.
+pub(crate) fn token_ends(
+    lexer: &mut Lexer,
+    lex: LexId,
+    longest: u32,
+) -> Result<Option<Vec<LexId>>, MatchError> {
+    let classes = lexer.classes();
+    let mut seen: FxHashMap<LexId, ()> = FxHashMap::default();
+    let mut ends: Vec<LexId> = Vec::new();
+    let mut queue: VecDeque<(LexId, u32)> = VecDeque::from([(lex, 0)]);
+    while let Some((x, depth)) = queue.pop_front() {
+        if depth >= longest {
+            continue;
+        }
+        for class in 0..classes {
+            let y = lexer.next(x, class)?;
+            if y == LEX_DEAD || seen.insert(y, ()).is_some() {
+                continue;
+            }
+            ends.push(y);
+            if ends.len() > MAX_TOKEN_ENDS {
+                return Ok(None);
+            }
+            if !lexer.can_end(y) && lexer.extends(y) {
+                queue.push_back((y, depth + 1));
+            }
+        }
+    }
+    Ok(Some(ends))
+}
+
 #[cfg(test)]
 mod tests;

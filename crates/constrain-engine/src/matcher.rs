@@ -181,6 +181,22 @@ impl Matcher {
         self.grammar.completion(self.state())
     }
 
+    /// At the current state: the budget's bound on the tokens the shortest completion takes
+    /// after any allowed token (`u64::MAX` where it has none), and the most they take, found
+    /// by a walk of the trie; `None` once ended. The bound must never be below the walk's
+    /// figure: this exists to test that.
+    #[doc(hidden)]
+    pub fn budget_bound_and_widest(&self) -> Result<Option<(u64, u64)>, MatchError> {
+        if self.is_ended() {
+            return Ok(None);
+        }
+        let state = self.state();
+        Ok(Some((
+            self.grammar.bound_after(state),
+            self.grammar.widest_after(state)?,
+        )))
+    }
+
     /// The fewest tokens known to complete the output: the shortest completion's, or those
     /// left of the completion the output follows.
     fn tokens_to_complete(&self) -> Result<usize, MatchError> {

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use constrain_engine::{CompiledGrammar, Grammar, MatchError, Matcher};
+use constrain_engine::{CompiledGrammar, Expr, Grammar, GrammarBuilder, MatchError, Matcher};
 use constrain_vocab::{TokenKind, Vocabulary};
 
 fn allowed(mask: &[u32], width: usize) -> Vec<u32> {
@@ -187,4 +187,123 @@ fn rollback_restores_the_budget() {
     m.rollback(2).unwrap();
     assert_eq!(m.tokens_left(), Some(rest + 2));
     assert!(m.is_token_allowed(u32::from(b'd')).unwrap());
+}
+
+/// Walks `grammar` under random budgets, twice in lockstep: with the budget's bound and with
+/// its exact walk alone. The masks must be the same at every step, the bound never below the
+/// walk's figure, and the output complete within its budget. Returns how many steps the bound
+/// was known (not `u64::MAX`) and how many steps were checked.
+fn bound_agrees_with_the_walk(
+    name: &str,
+    grammar: &Grammar,
+    vocab: &Arc<Vocabulary>,
+    seed: u64,
+) -> (usize, usize) {
+    let fast = compile(grammar, vocab);
+    let exact = compile(grammar, vocab);
+    exact.set_budget_walk_only(true);
+    let needed = Matcher::new(fast.clone())
+        .shortest_completion()
+        .expect("within limits")
+        .expect("a completion")
+        .tokens
+        .len();
+    let width = vocab.logits_width();
+    let mut rng = constrain_testdata::XorShift64::new(seed);
+    let (mut known, mut steps) = (0, 0);
+    for run in 0..12 {
+        let budget = needed + (rng.next_u64() % 24) as usize;
+        let mut a = Matcher::with_token_budget(fast.clone(), budget).expect("fits");
+        let mut b = Matcher::with_token_budget(exact.clone(), budget).expect("fits");
+        let (mut ma, mut mb) = (vec![0u32; fast.mask_words()], vec![0u32; fast.mask_words()]);
+        let mut text = Vec::new();
+        while !a.is_finished() {
+            let (bound, widest) = a
+                .budget_bound_and_widest()
+                .expect("within limits")
+                .expect("not ended");
+            assert!(
+                bound >= widest,
+                "{name}, run {run}: bound {bound} below {widest} after {:?}",
+                String::from_utf8_lossy(&text)
+            );
+            known += usize::from(bound != u64::MAX);
+            steps += 1;
+            a.fill_mask(&mut ma).expect("mask");
+            b.fill_mask(&mut mb).expect("mask");
+            assert_eq!(
+                ma,
+                mb,
+                "{name}, run {run}, budget {budget}: masks differ after {:?}",
+                String::from_utf8_lossy(&text)
+            );
+            let tokens: Vec<u32> = allowed(&ma, width)
+                .into_iter()
+                .filter(|&t| vocab.kind(t) == Some(TokenKind::Text))
+                .collect();
+            if tokens.is_empty() {
+                break;
+            }
+            // Mostly random tokens; now and then the longest, which opens the most.
+            let token = if rng.next_u64() % 4 == 0 {
+                Adversary::Longest.pick(vocab, &tokens).unwrap_or(tokens[0])
+            } else {
+                tokens[(rng.next_u64() % tokens.len() as u64) as usize]
+            };
+            a.accept_token(token).expect("allowed");
+            b.accept_token(token).expect("allowed");
+            text.extend_from_slice(vocab.token_bytes(token).unwrap_or_default());
+        }
+        assert!(a.tokens_used() <= budget, "{name}: over budget");
+        assert!(
+            accepts(&fast, &text),
+            "{name}, budget {budget}: incomplete {:?}",
+            String::from_utf8_lossy(&text)
+        );
+    }
+    (known, steps)
+}
+
+#[test]
+fn the_bound_leaves_every_budgeted_mask_as_the_walk_makes_it() {
+    let mut known = 0;
+    let mut steps = 0;
+    // Words, each ended by `;` or by a comma and a long tail before the next: a token like
+    // `e,` ends the word and starts the tail, so the completion after it is far longer than
+    // after any token inside the word (the tail is a terminal of its own: it comes before a
+    // rule).
+    let crossing = {
+        let mut b = GrammarBuilder::new();
+        let root = b.rule_id("root");
+        let tail = b.rule_id("tail");
+        let word = Expr::regex("[a-z]+").expect("valid regex");
+        b.define(root, Expr::seq(vec![word, Expr::rule(tail)]))
+            .expect("defined once");
+        b.define(
+            tail,
+            Expr::alt(vec![
+                Expr::literal(";"),
+                Expr::seq(vec![
+                    Expr::literal(",0123456789abcdefghij"),
+                    Expr::rule(root),
+                ]),
+            ]),
+        )
+        .expect("defined once");
+        b.build(root).expect("valid grammar")
+    };
+    let mut cases = grammars();
+    cases.push(("a word, then a long tail", crossing));
+    for vocab in [byte_vocab(), word_vocab()] {
+        for (seed, (name, grammar)) in cases.iter().enumerate() {
+            let (k, n) = bound_agrees_with_the_walk(name, grammar, &vocab, seed as u64 + 1);
+            known += k;
+            steps += n;
+        }
+    }
+    // The bound must be known at most steps, or this test checks little of it.
+    assert!(
+        known * 2 > steps,
+        "the bound was known at {known} of {steps} steps"
+    );
 }

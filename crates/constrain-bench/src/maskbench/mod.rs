@@ -60,6 +60,19 @@ pub struct Args {
     /// Runs only the first N files (in name order).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Runs every K-th file only (the first, the (K+1)-th, ...; before `--limit`): a fixed
+    /// sample spread over the whole directory.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    every: usize,
+    /// Measures under a token budget: each instance's matcher gets its token count plus N as
+    /// its most tokens (`Matcher::set_token_budget`), as generation with `--max-tokens` does.
+    /// A valid instance the budget refuses is a `validation_error`.
+    #[arg(long, value_name = "N")]
+    budget_slack: Option<usize>,
+    /// Under `--budget-slack`, decides every budgeted mask by the exact walk of the trie, as
+    /// before the budget had a bound (the masks are the same; for measuring the bound).
+    #[arg(long, hide = true, requires = "budget_slack")]
+    budget_walk_only: bool,
     /// The tokenizer's name in the summary [default: the name of its directory].
     #[arg(long, value_name = "NAME")]
     tokenizer_name: Option<String>,
@@ -94,6 +107,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("loading tokenizer {}", args.tokenizer.display()))?;
     let mut files = dataset::list_files(&args.data)
         .with_context(|| format!("listing {}", args.data.display()))?;
+    anyhow::ensure!(args.every > 0, "--every must be at least 1");
+    if args.every > 1 {
+        files = files.into_iter().step_by(args.every).collect();
+    }
     if let Some(limit) = args.limit {
         files.truncate(limit);
     }
@@ -110,6 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| tokenizer_name(&args.tokenizer)),
         data: dir_name(&args.data),
+        budget_slack: args.budget_slack,
         ..Summary::default()
     };
     let jsonl_path = with_suffix(&args.out, ".jsonl");
@@ -132,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .name("maskbench".into())
             .stack_size(BENCH_STACK_BYTES)
             .spawn_scoped(scope, || -> anyhow::Result<Duration> {
-                let bench = Bench::new(
+                let mut bench = Bench::new(
                     tokenizer,
                     Duration::from_millis(args.compile_budget_ms),
                     constrain_jsonschema::Options {
@@ -142,6 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         ..constrain_jsonschema::Options::default()
                     },
                 )?;
+                bench.set_budget_slack(args.budget_slack, args.budget_walk_only);
                 let started = Instant::now();
                 for path in &files {
                     let id = dataset::file_id(path);
@@ -229,8 +248,13 @@ fn progress_bar(len: usize) -> ProgressBar {
 
 fn print_summary(summary: &Summary) {
     println!(
-        "{} on {} ({}):",
-        summary.engine, summary.data, summary.tokenizer
+        "{} on {} ({}){}:",
+        summary.engine,
+        summary.data,
+        summary.tokenizer,
+        summary
+            .budget_slack
+            .map_or(String::new(), |n| format!(", token budget: tokens + {n}"))
     );
     for (label, value) in summary.count_rows() {
         if value != 0.0 || matches!(label, "schemas" | "passing" | "tokens") {

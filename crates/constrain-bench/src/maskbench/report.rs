@@ -181,6 +181,9 @@ pub struct Summary {
     pub ttfm_us: Distribution,
     /// Wall-clock time of the whole run, in seconds.
     pub wall_s: f64,
+    /// The token budget's slack over each instance's token count, when the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_slack: Option<usize>,
 }
 
 impl Summary {

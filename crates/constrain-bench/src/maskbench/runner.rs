@@ -19,6 +19,12 @@ pub struct Bench {
     options: constrain_jsonschema::Options,
     /// Compile-time budget of one schema, shared by the schema compiler and the engine.
     compile_budget: Duration,
+    /// Tokens over each instance's own count that its matcher's token budget allows; no
+    /// budget when `None`.
+    budget_slack: Option<usize>,
+    /// Whether the budget always takes its exact walk (see
+    /// `CompiledGrammar::set_budget_walk_only`).
+    budget_walk_only: bool,
 }
 
 /// One schema's record plus its raw timing samples (nanoseconds) for the summary.
@@ -62,7 +68,16 @@ impl Bench {
             limits: Limits::default(),
             options,
             compile_budget,
+            budget_slack: None,
+            budget_walk_only: false,
         })
+    }
+
+    /// Gives each instance's matcher a token budget of its token count plus `slack` (none
+    /// with `None`), decided by the exact walk alone when `walk_only`.
+    pub fn set_budget_slack(&mut self, slack: Option<usize>, walk_only: bool) {
+        self.budget_slack = slack;
+        self.budget_walk_only = walk_only;
     }
 
     /// Compiles the schema and computes the first mask: the part timed as TTFM. The schema's
@@ -101,6 +116,7 @@ impl Bench {
                 other => other.to_string(),
             },
         )?;
+        grammar.set_budget_walk_only(self.budget_walk_only);
         let mut mask = vec![0u32; grammar.mask_words()];
         let mut matcher = Matcher::new(grammar);
         matcher
@@ -208,6 +224,15 @@ impl Bench {
         samples: &mut Vec<u64>,
     ) -> Outcome {
         let n = tokens.len();
+        if let Some(slack) = self.budget_slack {
+            // Untimed, as the clone is: a server sets the budget when the request arrives.
+            if let Err(err) = matcher.set_token_budget(Some(n.saturating_add(slack))) {
+                return Outcome::Rejected {
+                    reason: format!("token budget of {n} + {slack}: {err}"),
+                    at_eos: false,
+                };
+            }
+        }
         for (k, &token) in tokens.iter().enumerate() {
             let start = Instant::now();
             let step = matcher.fill_mask(mask).and_then(|()| {
@@ -323,5 +348,119 @@ impl SchemaRun {
             ttfm_ns: None,
             tbm_ns: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use constrain_vocab::Tokenizer;
+
+    use super::super::dataset;
+    use super::*;
+
+    /// Feeds every valid instance of the schema files in `files` under budgets of its token
+    /// count plus 0, 2 and 8, in lockstep through a grammar whose budget takes its bound and
+    /// one whose budget only walks: the masks must be equal at every step, the bound never
+    /// below the walk's figure, and every instance accepted. Returns (steps where the bound
+    /// was known, steps).
+    fn bound_agrees_with_the_walk(
+        tokenizer: &Path,
+        files: &[std::path::PathBuf],
+    ) -> (usize, usize) {
+        let tokenizer = Tokenizer::from_file(tokenizer).expect("tokenizer");
+        let index = TokenIndex::new(tokenizer.vocabulary().clone());
+        let options = constrain_jsonschema::Options::default();
+        let (mut known, mut steps) = (0, 0);
+        for path in files {
+            let file = dataset::load(path).expect("readable");
+            let Ok(compiled) = constrain_jsonschema::compile(&file.schema, &options) else {
+                continue;
+            };
+            let compile =
+                || CompiledGrammar::new(&compiled.grammar, index.clone(), Limits::default());
+            let (Ok(fast), Ok(exact)) = (compile(), compile()) else {
+                continue;
+            };
+            exact.set_budget_walk_only(true);
+            for test in file.tests.iter().filter(|t| t.valid) {
+                let Ok(tokens) = tokenizer.encode(&test.data.to_python()) else {
+                    continue;
+                };
+                for slack in [0, 2, 8] {
+                    let budget = tokens.len() + slack;
+                    let mut a = Matcher::new(fast.clone());
+                    let mut b = Matcher::new(exact.clone());
+                    if a.set_token_budget(Some(budget)).is_err() {
+                        // The shortest completion does not fit: refused alike.
+                        assert!(b.set_token_budget(Some(budget)).is_err(), "{}", file.id);
+                        continue;
+                    }
+                    b.set_token_budget(Some(budget)).expect("as the other");
+                    let mut ma = vec![0u32; fast.mask_words()];
+                    let mut mb = ma.clone();
+                    for (k, &token) in tokens.iter().enumerate() {
+                        let (bound, widest) = a
+                            .budget_bound_and_widest()
+                            .expect("within limits")
+                            .expect("not ended");
+                        assert!(
+                            bound >= widest,
+                            "{} token {k}: bound {bound} below {widest}",
+                            file.id
+                        );
+                        known += usize::from(bound != u64::MAX);
+                        steps += 1;
+                        a.fill_mask(&mut ma).expect("mask");
+                        b.fill_mask(&mut mb).expect("mask");
+                        assert!(
+                            ma == mb,
+                            "{} token {k}, slack {slack}: masks differ",
+                            file.id
+                        );
+                        if !is_set(&ma, token) {
+                            // A valid instance the budget refuses: the shortest completion
+                            // after the token takes more tokens than the instance's rest.
+                            break;
+                        }
+                        a.accept_token(token).expect("allowed");
+                        b.accept_token(token).expect("allowed");
+                    }
+                }
+            }
+        }
+        (known, steps)
+    }
+
+    #[test]
+    fn the_budget_bound_leaves_masks_as_the_walk_makes_them_on_committed_schemas() {
+        let files = dataset::list_files(&constrain_testdata::fixture("maskbench")).expect("list");
+        let (known, steps) =
+            bound_agrees_with_the_walk(&constrain_testdata::fixture_tokenizer(), &files);
+        assert!(steps > 0);
+        assert!(
+            known * 2 > steps,
+            "the bound was known at {known} of {steps} steps"
+        );
+    }
+
+    #[test]
+    fn the_budget_bound_leaves_masks_as_the_walk_makes_them_on_maskbench() {
+        let Some(shared) = constrain_testdata::require_shared_or_skip("maskbench budget bound")
+        else {
+            return;
+        };
+        let Some(tokenizer) = constrain_testdata::shared_tokenizer("llama3_1") else {
+            return;
+        };
+        let files = dataset::list_files(&shared.join("data").join("maskbench-dev")).expect("list");
+        // A fixed sample spread over the directory.
+        let files: Vec<_> = files.into_iter().step_by(400).collect();
+        let (known, steps) = bound_agrees_with_the_walk(&tokenizer, &files);
+        assert!(
+            known * 2 > steps,
+            "the bound was known at {known} of {steps} steps"
+        );
     }
 }

@@ -36,6 +36,10 @@ pub struct Args {
     /// Tokens after which a walk gives up.
     #[arg(long, value_name = "TOKENS", default_value_t = WalkLimits::default().max_tokens)]
     max_tokens: usize,
+    /// Draws every document under a token budget of N tokens: each must end complete within
+    /// it (walks get at least N + 1 tokens, so the budget is what ends them).
+    #[arg(long, value_name = "N")]
+    budget: Option<usize>,
     /// Also prints, per schema, the first walk that ran out of tokens.
     #[arg(long)]
     verbose: bool,
@@ -62,8 +66,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         documents: args.documents,
         walk: WalkLimits {
             soft_budget: args.soft_budget,
-            max_tokens: args.max_tokens,
+            max_tokens: args.budget.map_or(args.max_tokens, |b| {
+                args.max_tokens.max(b.saturating_add(1))
+            }),
         },
+        budget: args.budget,
         schema: constrain_jsonschema::Options {
             property_order: args.property_order.into(),
             escapes: args.escapes.into(),

@@ -23,6 +23,9 @@ pub struct CheckOptions {
     pub limits: Limits,
     /// The schema compiler's options.
     pub schema: constrain::SchemaOptions,
+    /// A token budget for every document (`Matcher::set_token_budget`): each must then end
+    /// complete within it.
+    pub budget: Option<usize>,
 }
 
 impl Default for CheckOptions {
@@ -36,6 +39,7 @@ impl Default for CheckOptions {
                 numbers: constrain::Numbers::Any,
                 ..constrain::SchemaOptions::default()
             },
+            budget: None,
         }
     }
 }
@@ -123,7 +127,10 @@ pub fn check_schema(
         .is_some_and(|uri| uri.contains("draft-04") || uri.contains("draft-03"));
     let multiple_of = mentions_multiple_of(schema);
     let walker = Walker::new(grammar.vocabulary(), options.walk);
-    let initial = Matcher::new(grammar);
+    let mut initial = Matcher::new(grammar);
+    if let Err(err) = initial.set_token_budget(options.budget) {
+        return SchemaCheck::NotCompiled(format!("token budget: {err}"));
+    }
     let mut checked = Checked::default();
     for document in 0..options.documents {
         let mut rng = Rng::for_item(id, document as u64);
@@ -140,6 +147,24 @@ pub fn check_schema(
             }
         };
         let text = String::from_utf8_lossy(&drawn.bytes).into_owned();
+        if let Some(budget) = options.budget {
+            if !drawn.complete || drawn.tokens.len() > budget {
+                checked.failures.push(Failure {
+                    document,
+                    problem: format!(
+                        "under a budget of {budget} tokens: {} after {} tokens",
+                        if drawn.complete {
+                            "complete"
+                        } else {
+                            "unfinished"
+                        },
+                        drawn.tokens.len()
+                    ),
+                    text,
+                });
+                continue;
+            }
+        }
         if !drawn.complete {
             checked.unfinished += 1;
             checked.unfinished_example.get_or_insert(text);
