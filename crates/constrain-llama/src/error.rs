@@ -85,6 +85,9 @@ pub enum LlamaError {
     /// llama.cpp rejected a grammar (reference sampler only).
     #[error("llama.cpp grammar: {0}")]
     LlamaGrammar(String),
+    /// A constraint failed in a way none of the above says (its compilation).
+    #[error("constraint: {0}")]
+    Constraint(constrain::Error),
     /// Writing the generated text failed (for example a closed pipe).
     #[error("writing output: {0}")]
     Output(#[source] std::io::Error),
@@ -92,4 +95,16 @@ pub enum LlamaError {
     /// cache cannot make).
     #[error("sequences: {0}")]
     Sequence(String),
+}
+
+/// The step's errors keep their own variants: a matcher's, the funnel's, a grammar's.
+impl From<constrain::Error> for LlamaError {
+    fn from(error: constrain::Error) -> LlamaError {
+        match error {
+            constrain::Error::Match(e) => LlamaError::Match(e),
+            constrain::Error::Sampling(e) => LlamaError::Sampling(e),
+            constrain::Error::Grammar(e) => LlamaError::Grammar(e),
+            other => LlamaError::Constraint(other),
+        }
+    }
 }

@@ -1,23 +1,19 @@
-//! The decode loop: the model, the grammar matcher and the sampler in lockstep.
+//! The decode loop: llama.cpp driving the facade's sequence step ([`constrain::Step`]).
 //!
-//! Each step: the grammar forces tokens if it admits exactly one continuation (they are appended
-//! without sampling and evaluated together in one batch, unless [`Request::fast_forward`] is
-//! off); otherwise the matcher computes the token mask, the sampler draws from the masked
-//! logits, and the matcher accepts the token.
-//! Tokens are evaluated lazily, only when logits are needed, so the last token of a finished
-//! output is never evaluated for nothing.
+//! The step says what to evaluate (forced tokens are appended there, without sampling, and
+//! evaluated together in one batch unless [`Request::fast_forward`] is off) and draws from the
+//! logits that follow. Tokens are evaluated lazily, only when logits are needed, so the last
+//! token of a finished output is never evaluated for nothing. A draft's rows are scored in one
+//! batch and the cache is cut back past the first rejection; without a draft, the next mask is
+//! filled on another thread while the model evaluates (it depends only on accepted tokens).
 
 use std::time::{Duration, Instant};
 
+use constrain::{Emitted, Next, Step, StepConstraint, StepOptions, Stop};
 use constrain_engine::Matcher;
-use constrain_vocab::TokenKind;
+use constrain_sampling::{SamplerConfig, TokenLogprobs};
+use constrain_vocab::Vocabulary;
 
-use constrain::{grammar_prefix, prompt_lookup, DraftLength};
-use constrain_sampling::{
-    log_normalizer, token_logprobs, DraftCheck, SamplerConfig, TokenLogprobs,
-};
-
-use crate::sampler::TokenSampler;
 use crate::sequences::SequenceTokens;
 use crate::stats::{percentile_us, Stats, StopReason};
 use crate::{LlamaError, Session};
@@ -89,17 +85,27 @@ impl Session<'_> {
         sink: &mut Sink<'_>,
     ) -> Result<Generation, LlamaError> {
         let room = self.room_after(request.prompt)?;
-        let ctx_size = self.ctx_size() as usize;
         let vocabulary = self.model.vocabulary().clone();
-        let mut sampler = TokenSampler::new(&request.sampling, request.seed, request.prompt)?;
-        let mut matcher = request.constraint;
-        if let Some(m) = matcher.as_mut().filter(|_| !request.truncate) {
-            // The output must also complete within the context.
-            m.set_token_budget(Some(request.max_tokens.min(room)))?;
-        }
-        let mut mask = matcher
-            .as_ref()
-            .map(|m| vec![0u32; m.grammar().mask_words()]);
+        let constraint = request
+            .constraint
+            .map_or(StepConstraint::None, StepConstraint::Grammar);
+        let options = StepOptions {
+            max_tokens: request.max_tokens,
+            room: Some(room),
+            complete_within: !request.truncate,
+            fast_forward: request.fast_forward,
+            lookup: request.lookup.unwrap_or(0),
+            adaptive_drafts: true,
+            logprobs: request.logprobs,
+        };
+        let mut step = Step::new(
+            constraint,
+            vocabulary.clone(),
+            request.sampling,
+            request.seed,
+            request.prompt,
+            options,
+        )?;
 
         self.clear();
         let prefill_start = Instant::now();
@@ -107,200 +113,47 @@ impl Session<'_> {
         let prefill_s = prefill_start.elapsed().as_secs_f64();
 
         let mut out = Output {
+            vocabulary: &vocabulary,
             bytes: Vec::new(),
             tokens: Vec::new(),
+            logprobs: Vec::new(),
             sink,
+            failed: None,
         };
-        let mut pending: Vec<u32> = Vec::new();
         let mut mask_times: Vec<Duration> = Vec::new();
         let mut eval_time = Duration::ZERO;
-        let (mut sampled, mut forced) = (0usize, 0usize);
-        let mut logprobs = Vec::new();
-        let mut sequence_logprob = 0.0f64;
-        let (mut drafted, mut accepted_drafts) = (0usize, 0usize);
-        let mut draft_length = DraftLength::new(request.lookup.unwrap_or(0));
         let start = Instant::now();
 
-        let stop_reason = loop {
-            let generated = sampled + forced;
-            // Room left for new tokens, by the token limit and by the context.
-            let budget = request.max_tokens.saturating_sub(generated);
-            let context_room = ctx_size.saturating_sub(self.position() + pending.len());
-
-            if let Some(m) = matcher.as_mut() {
-                if m.is_finished() {
-                    break StopReason::GrammarFinished;
-                }
-                if m.tokens_left() == Some(0) {
-                    // The budget ends the output, complete.
-                    break StopReason::BudgetComplete;
-                }
-                let fast_forward = if request.fast_forward {
-                    m.forced_tokens()?
-                } else {
-                    Vec::new()
-                };
-                if !fast_forward.is_empty() {
-                    let take = fast_forward.len().min(budget).min(context_room);
-                    if take == 0 {
-                        break limit_reason(budget);
-                    }
-                    let mut ended = false;
-                    for &token in &fast_forward[..take] {
-                        m.accept_token(token)?;
-                        sampler.accept(token);
-                        forced += 1;
-                        if vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
-                            out.end(token);
-                            ended = true;
-                            break;
-                        }
-                        out.push(token, vocabulary.token_bytes(token))?;
-                        pending.push(token);
-                    }
-                    if ended {
-                        break StopReason::EndOfSequence;
-                    }
-                    continue;
-                }
-            }
-            if budget == 0 || context_room == 0 {
-                break limit_reason(budget);
-            }
-
-            // Speculative decoding by prompt lookup: draft, score every drafted position in
-            // one batch, keep what verification accepts.
-            let max_draft = draft_length
-                .at_draw_point()
-                .min(budget - 1)
-                .min(context_room - 1);
-            if max_draft > 0 && !pending.is_empty() {
-                let context: Vec<u32> = request.prompt.iter().chain(&out.tokens).copied().collect();
-                let mut draft = prompt_lookup(&context, max_draft).to_vec();
-                let then_draw = match matcher.as_mut() {
-                    Some(m) => {
-                        let cut = grammar_prefix(m, &draft, request.fast_forward)?;
-                        draft.truncate(cut.tokens);
-                        cut.then_draw
-                    }
-                    None => {
-                        let end = draft
-                            .iter()
-                            .position(|&t| vocabulary.kind(t) == Some(TokenKind::EndOfSequence));
-                        draft.truncate(end.unwrap_or(draft.len()));
-                        true
-                    }
-                };
-                if !draft.is_empty() {
-                    drafted += draft.len();
-                    let base = self.position();
-                    // Row `first + i` holds the logits that verify `draft[i]`.
-                    let first = pending.len() - 1;
-                    let batch: Vec<u32> = pending.iter().chain(&draft).copied().collect();
-                    let evaluating = Instant::now();
-                    self.decode(&[SequenceTokens {
-                        seq: 0,
-                        tokens: &batch,
-                        logits_from: first,
-                    }])?;
-                    eval_time += evaluating.elapsed();
-                    pending.clear();
-                    let mut accepted = 0;
-                    let mut chosen = None;
-                    for i in 0..=draft.len() {
-                        if i == draft.len() && !then_draw {
-                            // The grammar forces or finishes here: the loop takes over, as
-                            // plain decoding would.
-                            break;
-                        }
-                        let logits = self.logits_at(0, first + i);
-                        let row_mask = match (matcher.as_mut(), mask.as_mut()) {
-                            (Some(m), Some(mask)) => {
-                                let t = Instant::now();
-                                m.fill_mask(mask)?;
-                                mask_times.push(t.elapsed());
-                                Some(mask.as_slice())
-                            }
-                            _ => None,
-                        };
-                        let token = match draft.get(i) {
-                            Some(&drafted) => match sampler.verify(logits, row_mask, drafted)? {
-                                DraftCheck::Accepted => drafted,
-                                DraftCheck::Rejected { replacement } => replacement,
-                            },
-                            None => sampler.sample(logits, row_mask)?,
-                        };
-                        sampled += 1;
-                        if let Some(top) = request.logprobs {
-                            logprobs.push(token_logprobs(logits, None, token, top)?);
-                            let normalizer = log_normalizer(logits, row_mask)?;
-                            sequence_logprob += f64::from(logits[token as usize]) - normalizer;
-                        }
-                        if let Some(m) = matcher.as_mut() {
-                            m.accept_token(token)?;
-                        }
-                        sampler.accept(token);
-                        if draft.get(i) == Some(&token) {
-                            accepted += 1;
-                            out.push(token, vocabulary.token_bytes(token))?;
-                            continue;
-                        }
-                        chosen = Some(token);
-                        break;
-                    }
-                    accepted_drafts += accepted;
-                    draft_length.record(draft.len(), accepted);
-                    // The cache keeps the accepted draft and drops the rest.
-                    self.truncate_sequence(0, base + first + 1 + accepted)?;
-                    if let Some(token) = chosen {
-                        if vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
-                            out.end(token);
-                            break StopReason::EndOfSequence;
-                        }
-                        out.push(token, vocabulary.token_bytes(token))?;
-                        pending.push(token);
-                    }
-                    continue;
-                }
-            }
-
-            let (evaluating, took) =
-                self.eval_and_mask(&pending, matcher.as_mut().zip(mask.as_mut()))?;
-            eval_time += evaluating;
-            pending.clear();
-            let mask = match took {
-                Some(took) => {
-                    mask_times.push(took);
-                    mask.as_deref()
-                }
-                None => None,
+        let stop = loop {
+            let next = step.next(&mut |e| out.emit(e));
+            out.check()?;
+            let (tokens, rows) = match next? {
+                Next::Done(stop) => break stop,
+                Next::Evaluate { tokens, rows } => (tokens, rows),
             };
-            let token = sampler.sample(self.logits(), mask)?;
-            sampled += 1;
-            if let Some(top) = request.logprobs {
-                let logits = self.logits();
-                logprobs.push(token_logprobs(logits, None, token, top)?);
-                let normalizer = log_normalizer(logits, mask)?;
-                sequence_logprob += f64::from(logits[token as usize]) - normalizer;
-            }
-            if let Some(m) = matcher.as_mut() {
-                m.accept_token(token)?;
-            }
-            sampler.accept(token);
-            if vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
-                out.end(token);
-                break StopReason::EndOfSequence;
-            }
-            out.push(token, vocabulary.token_bytes(token))?;
-            pending.push(token);
+            let sampled = if rows == 1 {
+                eval_time += self.eval_and_mask(&tokens, &mut step)?;
+                step.sample(&[self.logits()], &mut |e| out.emit(e))
+                    .map(|_| ())
+                    .map_err(LlamaError::from)
+            } else {
+                self.verify(&tokens, rows, &mut step, &mut out, &mut eval_time)
+            };
+            mask_times.extend(step.take_mask_times());
+            out.check()?;
+            sampled?;
         };
 
         let decode_s = start.elapsed().as_secs_f64();
-        let budget_constrained_tokens = matcher.as_ref().map(Matcher::budget_constrained_steps);
+        let counts = step.stats();
+        let sampled = counts.drawn;
         let stats = Stats {
-            budget_constrained_tokens,
+            budget_constrained_tokens: step
+                .constraint()
+                .matcher()
+                .map(Matcher::budget_constrained_steps),
             sampled_tokens: sampled,
-            forced_tokens: forced,
+            forced_tokens: counts.forced,
             prompt_tokens: request.prompt.len(),
             decode_s,
             sampled_tokens_per_s: if decode_s > 0.0 {
@@ -310,88 +163,121 @@ impl Session<'_> {
             },
             mask_us_p50: percentile_us(&mut mask_times, 50.0),
             mask_us_p99: percentile_us(&mut mask_times, 99.0),
-            stop_reason,
+            stop_reason: stop_reason(stop)?,
             output_bytes: out.bytes.len(),
             prefill_s,
             eval_s: eval_time.as_secs_f64(),
-            sequence_logprob: request.logprobs.map(|_| sequence_logprob),
-            draft_tokens: request.lookup.map(|_| drafted),
-            accepted_draft_tokens: request.lookup.map(|_| accepted_drafts),
+            sequence_logprob: request.logprobs.map(|_| counts.sequence_logprob),
+            draft_tokens: request.lookup.map(|_| counts.drafted),
+            accepted_draft_tokens: request.lookup.map(|_| counts.accepted_drafts),
         };
         Ok(Generation {
             output: out.bytes,
             tokens: out.tokens,
             stats,
-            logprobs,
+            logprobs: out.logprobs,
         })
     }
 }
 
 impl Session<'_> {
-    /// Evaluates `pending` and fills `mask` for the matcher's state, returning how long the
-    /// model evaluated and how long the mask took. The mask depends only on the tokens
-    /// accepted so far, not on the logits: with a core to spare it is computed on another
-    /// thread while the model evaluates.
-    fn eval_and_mask(
-        &mut self,
-        pending: &[u32],
-        masking: Option<(&mut Matcher, &mut Vec<u32>)>,
-    ) -> Result<(Duration, Option<Duration>), LlamaError> {
-        let fill = |(m, mask): (&mut Matcher, &mut Vec<u32>)| {
-            let t = Instant::now();
-            m.fill_mask(mask).map(|()| t.elapsed())
-        };
+    /// Evaluates `tokens` and fills the step's next mask, returning how long the model
+    /// evaluated. The mask depends only on the tokens accepted so far, not on the logits: with
+    /// a core to spare it is filled on another thread while the model evaluates.
+    fn eval_and_mask(&mut self, tokens: &[u32], step: &mut Step) -> Result<Duration, LlamaError> {
         let eval = |session: &mut Session<'_>| {
             let t = Instant::now();
-            session.eval(pending).map(|()| t.elapsed())
+            session.eval(tokens).map(|()| t.elapsed())
         };
-        if !self.overlap_masks {
-            let evaluating = eval(self)?;
-            return Ok((evaluating, masking.map(fill).transpose()?));
+        if !self.overlap_masks || matches!(step.constraint(), StepConstraint::None) {
+            return eval(self);
         }
-        let (evaluated, masked) = std::thread::scope(|scope| {
-            let handle = masking.map(|job| scope.spawn(move || fill(job)));
+        std::thread::scope(|scope| {
+            let masking = scope.spawn(|| step.prefill_mask());
             let evaluated = eval(self);
-            (evaluated, handle.map(|h| h.join()))
-        });
-        let evaluating = evaluated?;
-        match masked {
-            Some(Ok(took)) => Ok((evaluating, Some(took?))),
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            None => Ok((evaluating, None)),
+            if let Err(panic) = masking.join() {
+                std::panic::resume_unwind(panic);
+            }
+            evaluated
+        })
+    }
+
+    /// Scores a draft: `tokens` (the pending ones, the draft last) in one batch with logits for
+    /// the last `rows`, then the step's verification; the cache keeps the kept draft and drops
+    /// the rest.
+    fn verify(
+        &mut self,
+        tokens: &[u32],
+        rows: usize,
+        step: &mut Step,
+        out: &mut Output<'_, '_, '_>,
+        eval_time: &mut Duration,
+    ) -> Result<(), LlamaError> {
+        let base = self.position();
+        let first = tokens.len() - rows;
+        let evaluating = Instant::now();
+        let decoded = self.decode(&[SequenceTokens {
+            seq: 0,
+            tokens,
+            logits_from: first,
+        }]);
+        *eval_time += evaluating.elapsed();
+        decoded?;
+        let logits: Vec<&[f32]> = (0..rows).map(|i| self.logits_at(0, first + i)).collect();
+        let rejected = step.sample(&logits, &mut |e| out.emit(e))?;
+        self.truncate_sequence(0, base + tokens.len() - rejected)
+    }
+}
+
+/// The stop reason of a step's end. The step halts only when the sink failed, which the loop
+/// reports before it gets here.
+fn stop_reason(stop: Stop) -> Result<StopReason, LlamaError> {
+    Ok(match stop {
+        Stop::GrammarFinished => StopReason::GrammarFinished,
+        Stop::EndOfSequence => StopReason::EndOfSequence,
+        Stop::BudgetComplete => StopReason::BudgetComplete,
+        Stop::MaxTokens => StopReason::MaxTokens,
+        Stop::ContextFull => StopReason::ContextFull,
+        Stop::Halted => {
+            return Err(LlamaError::Output(std::io::Error::other(
+                "the output stopped",
+            )))
         }
-    }
+    })
 }
 
-/// Which limit stopped generation when no room is left: the token limit or the context.
-fn limit_reason(budget: usize) -> StopReason {
-    if budget == 0 {
-        StopReason::MaxTokens
-    } else {
-        StopReason::ContextFull
-    }
-}
-
-/// The generated bytes and tokens, streamed to the sink as they come.
-struct Output<'a, 's> {
+/// The generated bytes, tokens and log-probabilities, streamed to the sink as they come.
+struct Output<'v, 'a, 's> {
+    vocabulary: &'v Vocabulary,
     bytes: Vec<u8>,
     tokens: Vec<u32>,
+    logprobs: Vec<TokenLogprobs>,
     sink: &'a mut Sink<'s>,
+    /// Why the sink failed while the step ran: it ends generation.
+    failed: Option<LlamaError>,
 }
 
-impl Output<'_, '_> {
-    /// Appends a token's bytes (text, or the written form of a special token).
-    fn push(&mut self, token: u32, bytes: Option<&[u8]>) -> Result<(), LlamaError> {
-        self.tokens.push(token);
-        if let Some(bytes) = bytes {
-            self.bytes.extend_from_slice(bytes);
-            (self.sink)(bytes).map_err(LlamaError::Output)?;
+impl Output<'_, '_, '_> {
+    /// Takes a token the step appended: its bytes (an end token writes nothing) go to the sink.
+    /// False, which halts the step, once the sink failed.
+    fn emit(&mut self, emitted: Emitted) -> bool {
+        self.tokens.push(emitted.token);
+        self.logprobs.extend(emitted.logprobs);
+        if emitted.end {
+            return true;
         }
-        Ok(())
+        if let Some(bytes) = self.vocabulary.token_bytes(emitted.token) {
+            self.bytes.extend_from_slice(bytes);
+            if let Err(e) = (self.sink)(bytes) {
+                self.failed = Some(LlamaError::Output(e));
+                return false;
+            }
+        }
+        true
     }
 
-    /// Records the end token, which writes nothing.
-    fn end(&mut self, token: u32) {
-        self.tokens.push(token);
+    /// The failure met while the step ran, if any.
+    fn check(&mut self) -> Result<(), LlamaError> {
+        self.failed.take().map_or(Ok(()), Err)
     }
 }

@@ -18,7 +18,6 @@ mod generate;
 mod llama_reference;
 mod model;
 pub mod model_store;
-mod sampler;
 mod sequences;
 mod session;
 mod stats;

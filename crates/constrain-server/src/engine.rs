@@ -9,9 +9,10 @@
 //! that disconnected) closes its channel, and the scheduler frees that job's slots at the next
 //! step.
 //!
-//! The decode loop of one sequence is split for batching: [`Sequence::next_tokens`] says which
-//! tokens a sequence needs evaluated next (forced tokens are consumed there),
-//! [`Sequence::sample`] takes the logits that follow them.
+//! A [`Sequence`] runs the facade's sequence step ([`constrain::Step`]), split for batching:
+//! [`Sequence::next_tokens`] says which tokens a sequence needs evaluated next (forced tokens
+//! are consumed there), [`Sequence::sample`] takes the logits that follow them; the sequence
+//! adds the server's own concerns: the text, stop strings, deltas and log-probability events.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
@@ -19,9 +20,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use constrain::{CompiledGrammar, DraftLength, Matcher, Trigger, TriggeredMatcher};
+use constrain::{
+    CompiledGrammar, Emitted, Matcher, Step, StepConstraint, StepOptions, Stop, TokenLogprobs,
+    Trigger, TriggeredMatcher,
+};
 use constrain_llama::{Model, Session, SessionOptions};
-use constrain_sampling::{DraftCheck, Funnel, History, SamplerConfig, Xoshiro256StarStar};
+use constrain_sampling::SamplerConfig;
 use constrain_vocab::{TokenKind, Vocabulary};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -281,108 +285,55 @@ pub struct SequenceStats {
     pub accepted_drafts: usize,
 }
 
-enum SeqConstraint {
-    None,
-    Grammar(Matcher),
-    Triggered(TriggeredMatcher),
-}
-
-impl SeqConstraint {
-    fn is_finished(&self) -> bool {
-        match self {
-            SeqConstraint::None => false,
-            SeqConstraint::Grammar(m) => m.is_finished(),
-            SeqConstraint::Triggered(t) => t.is_finished(),
-        }
-    }
-
-    fn forced_tokens(&mut self) -> Result<Vec<u32>, constrain::MatchError> {
-        match self {
-            SeqConstraint::None => Ok(Vec::new()),
-            SeqConstraint::Grammar(m) => m.forced_tokens(),
-            SeqConstraint::Triggered(t) => t.forced_tokens(),
-        }
-    }
-
-    fn accept(&mut self, token: u32) -> Result<(), constrain::MatchError> {
-        match self {
-            SeqConstraint::None => Ok(()),
-            SeqConstraint::Grammar(m) => m.accept_token(token),
-            SeqConstraint::Triggered(t) => t.accept_token(token),
-        }
-    }
-
-    /// Fills `mask`; false when every token is allowed (no mask needed).
-    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<bool, constrain::MatchError> {
-        match self {
-            SeqConstraint::None => Ok(false),
-            SeqConstraint::Grammar(m) => m.fill_mask(mask).map(|()| true),
-            SeqConstraint::Triggered(t) => t.fill_mask(mask).map(|()| true),
-        }
-    }
-
-    /// Whether stop strings apply: free text only (a stop string inside constrained output
-    /// would leave it invalid).
-    fn is_free_text(&self) -> bool {
-        match self {
-            SeqConstraint::None => true,
-            SeqConstraint::Grammar(_) => false,
-            SeqConstraint::Triggered(t) => !t.is_triggered(),
-        }
-    }
-
-    /// Whether the constrained output is complete here (a cut-off at the token limit then
-    /// leaves a valid output: the sequence ends as `stop`, not `length`).
-    fn is_complete(&self) -> bool {
-        match self {
-            SeqConstraint::None => false,
-            SeqConstraint::Grammar(m) => m.is_accepting(),
-            SeqConstraint::Triggered(t) => t.is_triggered() && t.is_accepting(),
-        }
-    }
-
-    fn trigger_start(&self) -> Option<usize> {
-        match self {
-            SeqConstraint::Triggered(t) => t.trigger_start(),
-            _ => None,
-        }
-    }
-}
-
-/// One sequence being generated: its constraint, sampler and output.
+/// One sequence being generated: the facade's step ([`constrain::Step`]) and the text it
+/// writes.
 pub struct Sequence {
     index: usize,
-    vocabulary: Arc<Vocabulary>,
-    constraint: SeqConstraint,
-    funnel: Funnel,
-    history: History,
-    rng: Xoshiro256StarStar,
-    mask: Vec<u32>,
-    params: GenParams,
+    step: Step,
     prompt: Vec<u32>,
-    ctx_size: usize,
     /// Tokens evaluated in the context so far (maintained by the driver).
     pub position: usize,
-    /// Tokens chosen and not yet evaluated.
-    pending: Vec<u32>,
-    /// Drafted tokens evaluated after `pending`, to verify when their logits come.
-    draft: Vec<u32>,
-    /// Whether a token is drawn after a wholly accepted draft (false: the grammar forces or
-    /// ends there).
-    draw_after_draft: bool,
-    /// How long the next draft may be (`lookup`, shortened after rejections).
-    draft_length: DraftLength,
-    /// `Some(constrained)` when `mask` was filled for the next draw already, while the model
-    /// evaluated ([`Sequence::prefill_mask`]).
-    prefilled: Option<bool>,
+    /// Rows of logits the evaluation under way needs: 1, or 1 plus a draft's length.
+    rows: usize,
+    text: Text,
+    /// Counters, for the metrics.
+    pub stats: SequenceStats,
+}
+
+/// What a sequence has written and not yet sent.
+struct Text {
+    vocabulary: Arc<Vocabulary>,
+    /// Strings that end free text.
+    stop: Vec<String>,
     output: Vec<u8>,
     /// Bytes of `output` already sent.
     sent: usize,
-    generated: usize,
     logprobs: Vec<TokenLogprob>,
-    finished: Option<Finish>,
-    /// Counters, for the metrics.
-    pub stats: SequenceStats,
+}
+
+impl Text {
+    /// Takes a token the step appended; false when a stop string ends the output with it (the
+    /// string is cut off). Stop strings apply to free text only: one inside constrained output
+    /// would leave it invalid.
+    fn emit(&mut self, emitted: Emitted) -> bool {
+        if let Some(scored) = emitted.logprobs {
+            self.logprobs.push(spelled(scored, &self.vocabulary));
+        }
+        if emitted.end {
+            return true;
+        }
+        let before = self.output.len();
+        if let Some(bytes) = self.vocabulary.token_bytes(emitted.token) {
+            self.output.extend_from_slice(bytes);
+        }
+        if emitted.free_text && !self.stop.is_empty() {
+            if let Some(at) = find_stop(&self.output, before, &self.stop) {
+                self.output.truncate(at);
+                return false;
+            }
+        }
+        true
+    }
 }
 
 impl Sequence {
@@ -393,56 +344,52 @@ impl Sequence {
         vocabulary: Arc<Vocabulary>,
         ctx_size: usize,
     ) -> Result<Sequence, ApiError> {
+        let constraint = match &job.constraint {
+            None => StepConstraint::None,
+            Some(ConstraintKind::Grammar(g)) => StepConstraint::Grammar(Matcher::new(g.clone())),
+            Some(ConstraintKind::Triggered(t, g)) => {
+                StepConstraint::Triggered(TriggeredMatcher::new(t.clone(), g.clone()))
+            }
+        };
         // `max_tokens` is a budget the constrained output completes within (the context's
         // room bounds it too); after a trigger, what is left of it.
-        let budget = Some(
-            job.params
-                .max_tokens
-                .min(ctx_size.saturating_sub(job.prompt.len())),
-        );
-        let too_small = |e: constrain::MatchError| {
-            ApiError::invalid_param(
+        let options = StepOptions {
+            max_tokens: job.params.max_tokens,
+            room: Some(ctx_size.saturating_sub(job.prompt.len())),
+            complete_within: true,
+            fast_forward: job.params.fast_forward,
+            lookup: job.params.lookup,
+            adaptive_drafts: true,
+            logprobs: job.params.logprobs,
+        };
+        let step = Step::new(
+            constraint,
+            vocabulary.clone(),
+            job.params.sampling.clone(),
+            job.params.seed.wrapping_add(index as u64),
+            &job.prompt,
+            options,
+        )
+        .map_err(|e| match e {
+            constrain::Error::Match(e) => ApiError::invalid_param(
                 "max_tokens",
                 format!("{e}; raise max_tokens (or shorten the prompt)"),
-            )
-        };
-        let constraint = match &job.constraint {
-            None => SeqConstraint::None,
-            Some(ConstraintKind::Grammar(g)) => {
-                let mut m = Matcher::new(g.clone());
-                m.set_token_budget(budget).map_err(too_small)?;
-                SeqConstraint::Grammar(m)
-            }
-            Some(ConstraintKind::Triggered(t, g)) => {
-                let mut m = TriggeredMatcher::new(t.clone(), g.clone());
-                m.set_token_budget(budget).map_err(too_small)?;
-                SeqConstraint::Triggered(m)
-            }
-        };
-        let funnel = Funnel::new(job.params.sampling.clone())
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            ),
+            other => ApiError::bad_request(other.to_string()),
+        })?;
         Ok(Sequence {
             index,
-            mask: vec![0; vocabulary.logits_width().div_ceil(32)],
-            vocabulary,
-            constraint,
-            funnel,
-            history: History::from_prompt(&job.prompt),
-            rng: Xoshiro256StarStar::seed_from_u64(job.params.seed.wrapping_add(index as u64)),
-            params: job.params.clone(),
+            step,
             prompt: job.prompt.clone(),
-            ctx_size,
             position: 0,
-            pending: Vec::new(),
-            draft: Vec::new(),
-            draw_after_draft: true,
-            draft_length: DraftLength::new(job.params.lookup),
-            prefilled: None,
-            output: Vec::new(),
-            sent: 0,
-            generated: 0,
-            logprobs: Vec::new(),
-            finished: None,
+            rows: 1,
+            text: Text {
+                vocabulary,
+                stop: job.params.stop.clone(),
+                output: Vec::new(),
+                sent: 0,
+                logprobs: Vec::new(),
+            },
             stats: SequenceStats::default(),
         })
     }
@@ -461,240 +408,99 @@ impl Sequence {
                 rows: 1,
             });
         }
-        loop {
-            if let Some(finish) = self.finished {
-                return Ok(Next::Done(self.done(finish)));
+        let next = self.step.next(&mut |e| self.text.emit(e));
+        self.count();
+        match next.map_err(step_error)? {
+            constrain::Next::Evaluate { tokens, rows } => {
+                self.rows = rows;
+                Ok(Next::Evaluate { tokens, rows })
             }
-            let budget = self.params.max_tokens.saturating_sub(self.generated);
-            let room = self
-                .ctx_size
-                .saturating_sub(self.position + self.pending.len());
-            if self.constraint.is_finished() {
-                self.finished = Some(Finish::Stop);
-                continue;
+            constrain::Next::Done(stop) => {
+                let finish = self.finish(stop);
+                Ok(Next::Done(self.done(finish)))
             }
-            if self.params.fast_forward {
-                let forced = self.constraint.forced_tokens().map_err(match_error)?;
-                if !forced.is_empty() {
-                    let take = forced.len().min(budget).min(room);
-                    if take == 0 {
-                        self.finished = Some(self.limit_finish());
-                        continue;
-                    }
-                    for &token in &forced[..take] {
-                        self.constraint.accept(token).map_err(match_error)?;
-                        self.stats.forced += 1;
-                        if self.push(token) {
-                            break;
-                        }
-                    }
-                    continue;
+        }
+    }
+
+    /// How a sequence that stopped for `stop` finishes: at a limit, `stop` if its constrained
+    /// output is complete there, else `length`.
+    fn finish(&self, stop: Stop) -> Finish {
+        match stop {
+            Stop::GrammarFinished | Stop::EndOfSequence | Stop::Halted => Finish::Stop,
+            Stop::BudgetComplete | Stop::MaxTokens | Stop::ContextFull => {
+                if self.step.constraint().is_complete() {
+                    Finish::Stop
+                } else {
+                    Finish::Length
                 }
             }
-            if budget == 0 || room == 0 {
-                self.finished = Some(self.limit_finish());
-                continue;
-            }
-            // A draft must leave room for the token drawn after it, in the budget and the
-            // context.
-            self.draft_next(budget.min(room) - 1)?;
-            let mut tokens = std::mem::take(&mut self.pending);
-            tokens.extend_from_slice(&self.draft);
-            return Ok(Next::Evaluate {
-                tokens,
-                rows: 1 + self.draft.len(),
-            });
-        }
-    }
-
-    /// Sets `draft` to the prompt lookup's continuation of up to `max_len` tokens (fewer, or
-    /// none, after rejected drafts: [`DraftLength`]), cut where plain decoding would not draw
-    /// them (see [`constrain::grammar_prefix`]). Tool-call sequences (free text before a
-    /// trigger) and sequences with nothing pending (whose first verifying row would be another
-    /// decode's) draft nothing.
-    fn draft_next(&mut self, max_len: usize) -> Result<(), ApiError> {
-        self.draft.clear();
-        self.draw_after_draft = true;
-        if self.pending.is_empty() || matches!(self.constraint, SeqConstraint::Triggered(_)) {
-            return Ok(());
-        }
-        let max_len = max_len.min(self.draft_length.at_draw_point());
-        if max_len == 0 {
-            return Ok(());
-        }
-        let mut draft = constrain::prompt_lookup(self.history.tokens(), max_len).to_vec();
-        match &mut self.constraint {
-            SeqConstraint::None => {
-                let end = draft
-                    .iter()
-                    .position(|&t| self.vocabulary.kind(t) == Some(TokenKind::EndOfSequence));
-                draft.truncate(end.unwrap_or(draft.len()));
-            }
-            SeqConstraint::Grammar(m) => {
-                let cut = constrain::grammar_prefix(m, &draft, self.params.fast_forward)
-                    .map_err(match_error)?;
-                draft.truncate(cut.tokens);
-                self.draw_after_draft = cut.then_draw;
-            }
-            SeqConstraint::Triggered(_) => draft.clear(),
-        }
-        self.draft = draft;
-        Ok(())
-    }
-
-    /// How a sequence ends at the token limit: `stop` if its constrained output is complete
-    /// there, else `length`.
-    fn limit_finish(&self) -> Finish {
-        if self.constraint.is_complete() {
-            Finish::Stop
-        } else {
-            Finish::Length
         }
     }
 
     /// Draws the next token from the logits after the evaluated tokens, verifying the draft
-    /// first when there is one: `rows[i]` are the logits that verify `draft[i]`, the last the
-    /// logits after the whole draft. Returns the text (and log-probabilities) that can be sent
-    /// now, and how many drafted tokens were rejected: the caller cuts them from the cache.
+    /// first when there is one: `rows[i]` are the logits that verify the draft's token `i`,
+    /// the last the logits after the whole draft. Returns the text (and log-probabilities)
+    /// that can be sent now, and how many drafted tokens were rejected: the caller cuts them
+    /// from the cache.
     pub fn sample(&mut self, rows: &[&[f32]]) -> Result<(Option<Event>, usize), ApiError> {
-        let draft = std::mem::take(&mut self.draft);
-        if rows.len() != draft.len() + 1 {
+        let wanted = std::mem::replace(&mut self.rows, 1);
+        if rows.len() != wanted {
             return Err(ApiError::internal(format!(
                 "{} rows of logits for a draft of {} tokens",
                 rows.len(),
-                draft.len()
+                wanted - 1
             )));
         }
-        let mut accepted = 0;
-        for (i, logits) in rows.iter().enumerate() {
-            if i == draft.len() && !self.draw_after_draft {
-                // The grammar forces or ends here: `next_tokens` goes on, as without a draft.
-                break;
-            }
-            let token = self.draw(logits, draft.get(i).copied())?;
-            let ended = self.push(token);
-            if draft.get(i) != Some(&token) {
-                break;
-            }
-            accepted += 1;
-            if ended {
-                break;
-            }
-        }
-        self.prefilled = None;
-        // Accepted drafted tokens are in the cache already; only a drawn token is pending.
-        self.pending.drain(..accepted.min(self.pending.len()));
-        self.stats.drafted += draft.len();
-        self.stats.accepted_drafts += accepted;
-        self.draft_length.record(draft.len(), accepted);
-        Ok((self.delta(), draft.len() - accepted))
+        let rejected = self.step.sample(rows, &mut |e| self.text.emit(e));
+        self.count();
+        self.stats.last_mask = self.step.take_mask_times().last().copied();
+        let rejected = rejected.map_err(step_error)?;
+        Ok((self.delta(), rejected))
     }
 
     /// Fills the mask of the next draw ahead of [`Sequence::sample`], while the model evaluates
-    /// this sequence's tokens: the mask depends only on the tokens accepted so far, not on the
-    /// logits. It serves the first row only (a draft's later rows need masks of the states
-    /// after its tokens). A failure is left for `sample` to meet again and report.
+    /// this sequence's tokens (see [`Step::prefill_mask`]).
     pub fn prefill_mask(&mut self) {
-        let t = Instant::now();
-        if let Ok(masked) = self.constraint.fill_mask(&mut self.mask) {
-            self.stats.last_mask = masked.then(|| t.elapsed());
-            self.prefilled = Some(masked);
-        }
+        self.step.prefill_mask();
     }
 
-    /// One token from `logits` under the mask of the current state: `drafted` when the
-    /// verification keeps it, else a draw (the replacement of a rejected draft).
-    fn draw(&mut self, logits: &[f32], drafted: Option<u32>) -> Result<u32, ApiError> {
-        let masked = match self.prefilled.take() {
-            Some(masked) => masked,
-            None => {
-                let t = Instant::now();
-                let masked = self
-                    .constraint
-                    .fill_mask(&mut self.mask)
-                    .map_err(match_error)?;
-                self.stats.last_mask = masked.then(|| t.elapsed());
-                masked
-            }
-        };
-        let mask = masked.then_some(self.mask.as_slice());
-        let sampling =
-            |e: constrain_sampling::SamplingError| ApiError::internal(format!("sampling: {e}"));
-        let token = match drafted {
-            None => self
-                .funnel
-                .sample_from(logits, mask, &self.history, &mut self.rng)
-                .map_err(sampling)?,
-            Some(drafted) => match self
-                .funnel
-                .verify_token(logits, mask, &self.history, drafted, &mut self.rng)
-                .map_err(sampling)?
-            {
-                DraftCheck::Accepted => drafted,
-                DraftCheck::Rejected { replacement } => replacement,
-            },
-        };
-        if let Some(top) = self.params.logprobs {
-            let scored = token_logprob(logits, token, top, &self.vocabulary)
-                .map_err(|e| ApiError::internal(format!("logprobs: {e}")))?;
-            self.logprobs.push(scored);
-        }
-        self.constraint.accept(token).map_err(match_error)?;
-        self.stats.sampled += 1;
-        Ok(token)
-    }
-
-    /// Records a chosen token; true when it ended the sequence.
-    fn push(&mut self, token: u32) -> bool {
-        self.history.push(token);
-        self.generated += 1;
-        if self.vocabulary.kind(token) == Some(TokenKind::EndOfSequence) {
-            self.finished = Some(Finish::Stop);
-            return true;
-        }
-        let free_before = self.constraint.is_free_text();
-        let before = self.output.len();
-        if let Some(bytes) = self.vocabulary.token_bytes(token) {
-            self.output.extend_from_slice(bytes);
-        }
-        self.pending.push(token);
-        if free_before && !self.params.stop.is_empty() {
-            if let Some(at) = find_stop(&self.output, before, &self.params.stop) {
-                self.output.truncate(at);
-                self.finished = Some(Finish::Stop);
-                return true;
-            }
-        }
-        false
+    /// Copies the step's counters into the metrics' view.
+    fn count(&mut self) {
+        let counts = self.step.stats();
+        self.stats.sampled = counts.drawn;
+        self.stats.forced = counts.forced;
+        self.stats.drafted = counts.drafted;
+        self.stats.accepted_drafts = counts.accepted_drafts;
     }
 
     /// The text that is safe to send: whole characters, minus what may become a stop string.
     fn delta(&mut self) -> Option<Event> {
-        let mut end = self.output.len();
-        if self.constraint.is_free_text() && self.finished.is_none() {
-            end -= held_back(&self.output, &self.params.stop);
+        let text = &mut self.text;
+        let mut end = text.output.len();
+        if self.step.constraint().is_free_text() && self.step.stop().is_none() {
+            end -= held_back(&text.output, &text.stop);
         }
-        let text = if end > self.sent {
-            match std::str::from_utf8(&self.output[self.sent..end]) {
+        let delta = if end > text.sent {
+            match std::str::from_utf8(&text.output[text.sent..end]) {
                 Ok(s) => s.to_string(),
                 Err(e) if e.error_len().is_none() => {
-                    end = self.sent + e.valid_up_to();
-                    String::from_utf8_lossy(&self.output[self.sent..end]).into_owned()
+                    end = text.sent + e.valid_up_to();
+                    String::from_utf8_lossy(&text.output[text.sent..end]).into_owned()
                 }
-                Err(_) => String::from_utf8_lossy(&self.output[self.sent..end]).into_owned(),
+                Err(_) => String::from_utf8_lossy(&text.output[text.sent..end]).into_owned(),
             }
         } else {
-            end = self.sent;
+            end = text.sent;
             String::new()
         };
-        self.sent = end;
-        let logprobs = std::mem::take(&mut self.logprobs);
-        if text.is_empty() && logprobs.is_empty() {
+        text.sent = end;
+        let logprobs = std::mem::take(&mut text.logprobs);
+        if delta.is_empty() && logprobs.is_empty() {
             return None;
         }
         Some(Event::Delta {
             index: self.index,
-            text,
+            text: delta,
             logprobs,
         })
     }
@@ -702,10 +508,10 @@ impl Sequence {
     fn done(&mut self, finish: Finish) -> Done {
         Done {
             index: self.index,
-            text: String::from_utf8_lossy(&self.output).into_owned(),
+            text: String::from_utf8_lossy(&self.text.output).into_owned(),
             finish,
-            completion_tokens: self.generated,
-            trigger_start: self.constraint.trigger_start(),
+            completion_tokens: self.step.generated(),
+            trigger_start: self.step.constraint().trigger_start(),
             drafted: self.stats.drafted,
             accepted_drafts: self.stats.accepted_drafts,
         }
@@ -713,20 +519,24 @@ impl Sequence {
 
     /// The text not yet sent (at the end: everything left), with the pending log-probabilities.
     pub fn flush(&mut self) -> Option<Event> {
-        let text =
-            String::from_utf8_lossy(&self.output[self.sent.min(self.output.len())..]).into_owned();
-        self.sent = self.output.len();
-        let logprobs = std::mem::take(&mut self.logprobs);
-        (!text.is_empty() || !logprobs.is_empty()).then_some(Event::Delta {
+        let text = &mut self.text;
+        let rest =
+            String::from_utf8_lossy(&text.output[text.sent.min(text.output.len())..]).into_owned();
+        text.sent = text.output.len();
+        let logprobs = std::mem::take(&mut text.logprobs);
+        (!rest.is_empty() || !logprobs.is_empty()).then_some(Event::Delta {
             index: self.index,
-            text,
+            text: rest,
             logprobs,
         })
     }
 }
 
-fn match_error(e: constrain::MatchError) -> ApiError {
-    ApiError::internal(format!("constraint: {e}"))
+fn step_error(e: constrain::Error) -> ApiError {
+    match e {
+        constrain::Error::Sampling(e) => ApiError::internal(format!("sampling: {e}")),
+        other => ApiError::internal(format!("constraint: {other}")),
+    }
 }
 
 /// Where the first stop string starts, looking only at matches that end after `from`.
@@ -773,6 +583,12 @@ pub fn token_logprob(
     top: usize,
     vocabulary: &Vocabulary,
 ) -> Result<TokenLogprob, constrain_sampling::SamplingError> {
+    let scored = constrain_sampling::token_logprobs(logits, None, token, top)?;
+    Ok(spelled(scored, vocabulary))
+}
+
+/// A token's scores with its ids spelled as bytes (an end token as none).
+fn spelled(scored: TokenLogprobs, vocabulary: &Vocabulary) -> TokenLogprob {
     let bytes = |id: u32| {
         if vocabulary.kind(id) == Some(TokenKind::EndOfSequence) {
             Vec::new()
@@ -783,16 +599,15 @@ pub fn token_logprob(
                 .unwrap_or_default()
         }
     };
-    let scored = constrain_sampling::token_logprobs(logits, None, token, top)?;
-    Ok(TokenLogprob {
-        bytes: bytes(token),
+    TokenLogprob {
+        bytes: bytes(scored.token),
         logprob: scored.logprob,
         top: scored
             .top
             .into_iter()
             .map(|(id, logprob)| (bytes(id), logprob))
             .collect(),
-    })
+    }
 }
 
 #[cfg(test)]

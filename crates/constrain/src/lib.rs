@@ -57,6 +57,9 @@
 //!   [`BeamModel`] that evaluates several sequences at once.
 //! - [`prompt_lookup`], [`grammar_prefix`]: drafts for speculative decoding, cut where the
 //!   grammar refuses ([`ConstrainedSampler::set_lookup`] uses them).
+//! - [`Step`]: one sequence's decode loop, split at the model ([`Step::next`]: what to
+//!   evaluate; [`Step::sample`]: draw from those logits), for drivers that run the model
+//!   their own way (a batching scheduler, a single-sequence loop).
 //! - [`TriggeredMatcher`]: free text until a [`Trigger`] string appears in the output, then a
 //!   grammar from the bytes after it (a tool call opened in the middle of prose).
 //! - The engine ([`Matcher`], masks, rollback) and the funnel ([`Funnel`], [`SamplerConfig`])
@@ -71,6 +74,7 @@ mod constraint;
 mod lookup;
 pub mod resources;
 mod sampler;
+mod step;
 mod tool_calls;
 mod triggered;
 
@@ -81,6 +85,7 @@ pub use lookup::{
     grammar_prefix, is_draw_point, prompt_lookup, DraftCut, DraftLength, LOOKUP_NGRAMS,
 };
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
+pub use step::{Emitted, Next, Step, StepConstraint, StepOptions, StepStats, Stop, Verified};
 pub use tool_calls::ToolCallFormat;
 pub use triggered::{Trigger, TriggeredMatcher};
 
@@ -95,6 +100,6 @@ pub use constrain_jsonschema::{
 };
 pub use constrain_lark::LarkError;
 pub use constrain_sampling::{
-    DraftCheck, Funnel, History, SamplerConfig, SamplingError, Xoshiro256StarStar,
+    DraftCheck, Funnel, History, SamplerConfig, SamplingError, TokenLogprobs, Xoshiro256StarStar,
 };
 pub use constrain_vocab::{TokenKind, Tokenizer, VocabError, Vocabulary};

@@ -3,29 +3,20 @@
 use std::sync::Arc;
 
 use constrain_engine::{CompiledGrammar, Matcher};
-use constrain_sampling::{DraftCheck, Funnel, History, SamplerConfig, Xoshiro256StarStar};
-use constrain_vocab::TokenKind;
+use constrain_sampling::SamplerConfig;
 
 use crate::constraint::Error;
-use crate::lookup::{grammar_prefix, prompt_lookup};
+use crate::step::{Next, Step, StepConstraint, StepOptions, Stop, Verified};
 
 /// Samples tokens that keep the output in the grammar's language.
 ///
 /// Per step: [`sample`](Self::sample) the model's logits (the mask is applied first, then the
 /// funnel), feed the token to the model, [`accept`](Self::accept) it here. Tokens the grammar
 /// forces can be appended without sampling ([`forced_tokens`](Self::forced_tokens)).
+/// [`generate`](Self::generate) runs the whole loop on a [`Step`].
 #[derive(Clone, Debug)]
 pub struct ConstrainedSampler {
-    matcher: Matcher,
-    funnel: Funnel,
-    history: History,
-    rng: Xoshiro256StarStar,
-    mask: Vec<u32>,
-    /// Tokens of the context the lookup drafts from (the prompt; the output is added as it
-    /// grows).
-    prompt: Vec<u32>,
-    /// Longest draft of speculative decoding by prompt lookup (0: off).
-    lookup: usize,
+    step: Step,
 }
 
 /// Why [`ConstrainedSampler::generate`] stopped.
@@ -63,75 +54,71 @@ impl ConstrainedSampler {
         config: SamplerConfig,
         seed: u64,
     ) -> Result<Self, Error> {
-        let words = grammar.mask_words();
-        Ok(ConstrainedSampler {
-            matcher: Matcher::new(grammar),
-            funnel: Funnel::new(config)?,
-            history: History::new(),
-            rng: Xoshiro256StarStar::seed_from_u64(seed),
-            mask: vec![0; words],
-            prompt: Vec::new(),
-            lookup: 0,
-        })
+        let vocabulary = grammar.vocabulary().clone();
+        let options = StepOptions {
+            // A closure model costs the same per row whatever the draft: drafts stay full.
+            adaptive_drafts: false,
+            ..StepOptions::default()
+        };
+        let constraint = StepConstraint::Grammar(Matcher::new(grammar));
+        let step = Step::new(constraint, vocabulary, config, seed, &[], options)?;
+        Ok(ConstrainedSampler { step })
     }
 
     /// Lets the penalties see the prompt (when the penalty window includes it).
     pub fn with_prompt(mut self, prompt: &[u32]) -> Self {
-        self.history = History::from_prompt(prompt);
-        self.prompt = prompt.to_vec();
+        self.step.set_prompt(prompt);
         self
     }
 
     /// Speculative decoding by prompt lookup in [`generate`](Self::generate): drafts of up to
     /// `max_draft` tokens ([`prompt_lookup`](crate::prompt_lookup) over the prompt given to
     /// [`with_prompt`](Self::with_prompt) and the output so far, cut where the grammar
-    /// refuses), each verified with [`Funnel::verify_token`]. The output is distributed
-    /// exactly as without it, and identical when greedy. 0 turns it off.
+    /// refuses), each verified with [`Funnel::verify_token`](crate::Funnel::verify_token). The
+    /// output is distributed exactly as without it, and identical when greedy. 0 turns it off.
     pub fn set_lookup(&mut self, max_draft: usize) {
-        self.lookup = max_draft;
+        self.step.set_lookup(max_draft);
     }
 
     /// Bounds the whole output to `max_tokens` tokens, which it then completes within (see
     /// [`Matcher::set_token_budget`]); `None` lifts the bound.
     pub fn set_token_budget(&mut self, max_tokens: Option<usize>) -> Result<(), Error> {
-        Ok(self.matcher.set_token_budget(max_tokens)?)
+        Ok(self.step.constraint_mut().set_token_budget(max_tokens)?)
     }
 
     /// The matcher (for masks, rollback, state queries).
     pub fn matcher(&self) -> &Matcher {
-        &self.matcher
+        match self.step.constraint() {
+            StepConstraint::Grammar(m) => m,
+            _ => unreachable!("a sampler's step is made with a grammar and keeps it"),
+        }
     }
 
     /// Draws the next token from one step's `logits` (one per id; at least as wide as the
     /// vocabulary's logits width is not required: ids beyond the slice are never drawn). The
     /// token is not accepted yet: call [`accept`](Self::accept) once the model has it.
     pub fn sample(&mut self, logits: &[f32]) -> Result<u32, Error> {
-        self.matcher.fill_mask(&mut self.mask)?;
-        Ok(self
-            .funnel
-            .sample_from(logits, Some(&self.mask), &self.history, &mut self.rng)?)
+        self.step.draw_unaccepted(logits)
     }
 
     /// Records that `token` was fed to the model (sampled or forced).
     pub fn accept(&mut self, token: u32) -> Result<(), Error> {
-        self.matcher.accept_token(token)?;
-        self.history.push(token);
-        Ok(())
+        Ok(self.step.accept_fed(token)?)
     }
 
     /// Tokens the grammar forces next, to feed without sampling (and then [`accept`](Self::accept)).
     pub fn forced_tokens(&mut self) -> Result<Vec<u32>, Error> {
-        Ok(self.matcher.forced_tokens()?)
+        Ok(self.step.constraint_mut().forced_tokens()?)
     }
 
     /// Whether the output so far is complete (an end token is allowed).
     pub fn is_accepting(&self) -> bool {
-        self.matcher.is_accepting()
+        self.matcher().is_accepting()
     }
 
     /// Whether nothing but the end can follow.
     pub fn is_finished(&self) -> bool {
-        self.matcher.is_finished()
+        self.matcher().is_finished()
     }
 
     /// Runs a whole generation with `model` (tokens so far -> logits) that ends complete
@@ -143,8 +130,7 @@ impl ConstrainedSampler {
         model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
         max_tokens: usize,
     ) -> Result<Generation, Error> {
-        self.set_token_budget(Some(max_tokens))?;
-        self.run(model, max_tokens)
+        self.run(model, max_tokens, true)
     }
 
     /// As [`generate`](Self::generate), but cut off at `max_tokens` wherever the output is
@@ -155,106 +141,62 @@ impl ConstrainedSampler {
         model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
         max_tokens: usize,
     ) -> Result<Generation, Error> {
-        self.set_token_budget(None)?;
-        self.run(model, max_tokens)
+        self.run(model, max_tokens, false)
     }
 
-    /// The lookup's draft after `output`, at most `max_len` tokens, cut where plain decoding
-    /// would not draw (see [`grammar_prefix`]).
-    fn draft(&mut self, output: &[u32], max_len: usize) -> Result<(Vec<u32>, bool), Error> {
-        if self.lookup == 0 || max_len == 0 {
-            return Ok((Vec::new(), true));
-        }
-        let context: Vec<u32> = self.prompt.iter().chain(output).copied().collect();
-        let draft = prompt_lookup(&context, self.lookup.min(max_len));
-        let cut = grammar_prefix(&mut self.matcher, draft, true)?;
-        Ok((draft[..cut.tokens].to_vec(), cut.then_draw))
-    }
-
+    /// Drives the step with `model`, called once per row on the output so far: lazily, so a
+    /// draft's rows past its first rejection cost nothing.
     fn run(
         &mut self,
         model: &mut dyn FnMut(&[u32]) -> Vec<f32>,
         max_tokens: usize,
+        complete_within: bool,
     ) -> Result<Generation, Error> {
-        let vocab = self.matcher.grammar().vocabulary().clone();
-        let mut tokens = Vec::new();
-        let mut forced_count = 0;
-        let (mut drafted, mut accepted) = (0, 0);
-        let mut stop = StopReason::MaxTokens;
-        while tokens.len() < max_tokens {
-            if self.matcher.is_finished() {
-                stop = StopReason::Complete;
-                break;
-            }
-            let forced = self.forced_tokens()?;
-            if !forced.is_empty() {
-                for token in forced.into_iter().take(max_tokens - tokens.len()) {
-                    self.accept(token)?;
-                    tokens.push(token);
-                    forced_count += 1;
-                }
-                continue;
-            }
-            let room = max_tokens - tokens.len();
-            let (draft, then_draw) = self.draft(&tokens, room - 1)?;
-            drafted += draft.len();
-            // The model scores each drafted position (a backend does it in one batch); the
-            // first rejection, or the token after a fully accepted draft, ends the step.
-            let mut token = None;
-            for &drafted in &draft {
-                let logits = model(&tokens);
-                self.matcher.fill_mask(&mut self.mask)?;
-                match self.funnel.verify_token(
-                    &logits,
-                    Some(&self.mask),
-                    &self.history,
-                    drafted,
-                    &mut self.rng,
-                )? {
-                    DraftCheck::Accepted => {
-                        self.accept(drafted)?;
-                        tokens.push(drafted);
-                        accepted += 1;
-                    }
-                    DraftCheck::Rejected { replacement } => {
-                        token = Some(replacement);
+        let start = self.step.history().len();
+        // The model sees every token at each call: nothing is evaluated ahead.
+        let unevaluated = self.step.history().tokens().to_vec();
+        self.step
+            .restart(max_tokens, complete_within, unevaluated)?;
+        let mut emit = |_| true;
+        let stop = loop {
+            match self.step.next(&mut emit)? {
+                Next::Done(stop) => break stop,
+                Next::Evaluate { .. } => loop {
+                    let logits = model(&self.step.history().tokens()[start..]);
+                    if let Verified::Done { .. } = self.step.sample_row(&logits, &mut emit)? {
                         break;
                     }
-                }
+                },
             }
-            let token = match token {
-                Some(token) => token,
-                // A fully accepted draft that ends where the grammar forces or finishes: the
-                // loop takes it from there, as plain decoding would.
-                None if !then_draw => continue,
-                None => self.sample(&model(&tokens))?,
-            };
-            self.accept(token)?;
-            if vocab.kind(token) == Some(TokenKind::EndOfSequence) {
-                stop = StopReason::Complete;
-                break;
-            }
-            tokens.push(token);
+        };
+        let mut tokens = self.step.history().tokens()[start..].to_vec();
+        if stop == Stop::EndOfSequence {
+            tokens.pop();
         }
-        if stop == StopReason::MaxTokens
-            && (self.matcher.is_finished()
-                || (self.matcher.is_accepting() && self.matcher.tokens_left() == Some(0)))
-        {
-            stop = StopReason::Complete;
-        }
+        let m = self.matcher();
+        let complete = match stop {
+            Stop::GrammarFinished | Stop::EndOfSequence => true,
+            _ => m.is_finished() || (m.is_accepting() && m.tokens_left() == Some(0)),
+        };
+        let vocab = m.grammar().vocabulary();
         let bytes = tokens
             .iter()
             .filter_map(|&t| vocab.token_bytes(t))
             .flatten()
             .copied()
             .collect();
+        let stats = self.step.stats();
         Ok(Generation {
-            tokens,
             bytes,
-            forced: forced_count,
-            drafted,
-            accepted,
-            stop,
+            forced: stats.forced,
+            drafted: stats.drafted,
+            accepted: stats.accepted_drafts,
+            stop: if complete {
+                StopReason::Complete
+            } else {
+                StopReason::MaxTokens
+            },
+            tokens,
         })
     }
 }

@@ -111,7 +111,7 @@ impl Trigger {
 /// Masks and tokens go through it exactly as through a [`Matcher`]: before the trigger
 /// [`fill_mask`](Self::fill_mask) allows every token except those that would complete the
 /// trigger with bytes the grammar refuses; after it, the grammar's mask.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct TriggeredMatcher {
     trigger: Arc<Trigger>,
     grammar: Arc<CompiledGrammar>,
