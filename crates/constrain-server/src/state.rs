@@ -93,7 +93,16 @@ impl ServerOptions {
             shutdown_timeout: Duration::from_secs(10),
             api_key: None,
             chat_template: None,
-            schema_options: constrain_jsonschema::Options::default(),
+            // The layout `constrain serve` documents: one line, Python's separators, canonical
+            // strings, no undeclared members; reading tool calls back while they stream
+            // relies on it.
+            schema_options: constrain_jsonschema::Options {
+                whitespace: constrain_jsonschema::Whitespace::Compact,
+                separators: Some(constrain_jsonschema::Separators::python()),
+                escapes: constrain_jsonschema::Escapes::Canonical,
+                additional_properties: constrain_jsonschema::AdditionalProperties::Strict,
+                ..constrain_jsonschema::Options::default()
+            },
             compile_timeout: Duration::from_secs(10),
             limits: constrain::Limits::default(),
             grammar_cache: 256,
