@@ -195,6 +195,24 @@ def cases() -> list[Case]:
              chat(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
                   tool_choice={"type": "function", "function": {"name": "g"}}), 400,
              param="tool_choice.function.name", says=['"g"']),
+        Case("tools: a type other than function",
+             chat(tools=[{"type": "custom", "custom": {"name": "sql"}}]), 400,
+             param="tools[0].type", says=['"custom"']),
+        # Constraint fields that are not supported are refused by name, never ignored.
+        Case("response_format: an unknown field",
+             chat(response_format={"type": "json_object", "schema": {}, "strict": True}), 400,
+             param="response_format.strict"),
+        Case("response_format: a schema beside json_schema",
+             chat(response_format={"type": "json_schema", "schema": {}, "json_schema": {"name": "s"}}),
+             400, param="response_format.schema", says=["json_schema.schema"]),
+        Case("response_format: strict with a format that is not enforced",
+             chat(response_format={"type": "json_schema", "json_schema": {
+                 "name": "s", "strict": True, "schema": {"type": "string", "format": "nope"}}}),
+             400, param="response_format.json_schema.strict", says=["format", "nope"]),
+        Case("vLLM's guided_json", chat(guided_json={"type": "string"}), 400, param="guided_json"),
+        Case("json_object with a schema is enforced",
+             chat(response_format={"type": "json_object", "schema": {"enum": ["yes", "no"]}}), 200,
+             output=r'"(yes|no)"'),
     ]
 
 

@@ -1,7 +1,9 @@
 //! The request bodies of the API, as OpenAI defines them, plus the extensions this server
 //! reads (named as llama-server and vLLM name them).
 //!
-//! Unknown fields are ignored (clients send `user`, `metadata`, `store`...), as OpenAI does.
+//! Unknown fields are ignored (clients send `user`, `metadata`, `store`...), as OpenAI does,
+//! except the constraint fields of other servers ([`FOREIGN_CONSTRAINTS`]): ignoring one would
+//! answer unconstrained output to a request that asked for a constraint.
 
 use std::collections::BTreeMap;
 
@@ -275,12 +277,13 @@ pub struct Tool {
     /// `function` (the only kind).
     #[serde(rename = "type")]
     pub kind: String,
-    /// The function.
+    /// The function (absent in tools of other types, which are refused by their type).
+    #[serde(default)]
     pub function: FunctionDef,
 }
 
 /// A function's definition.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct FunctionDef {
     /// Its name (`a-zA-Z0-9_-`, at most 64 characters).
     pub name: String,
@@ -323,18 +326,51 @@ pub struct NamedFunction {
 }
 
 /// `response_format`.
+///
+/// Fields this server does not know are kept (`other`) so that planning refuses them by name:
+/// a constraint-bearing field that is ignored would leave the output silently unconstrained.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponseFormat {
     /// Free text.
-    Text,
-    /// Any JSON object.
-    JsonObject,
+    Text {
+        /// Fields not of this format.
+        #[serde(flatten)]
+        other: BTreeMap<String, Value>,
+    },
+    /// Any JSON object; with `schema` (as llama-server documents it), JSON valid against it.
+    JsonObject {
+        /// The JSON Schema the output is valid against (absent: any JSON object).
+        #[serde(default)]
+        schema: Option<Value>,
+        /// Fields not of this format.
+        #[serde(flatten)]
+        other: BTreeMap<String, Value>,
+    },
     /// JSON valid against a schema.
     JsonSchema {
         /// The schema and its name.
         json_schema: JsonSchemaFormat,
+        /// Fields not of this format.
+        #[serde(flatten)]
+        other: BTreeMap<String, Value>,
     },
+}
+
+impl ResponseFormat {
+    /// The first field of this format the server does not know, as a request path
+    /// (`response_format.json_schema.x`).
+    pub fn unknown_field(&self) -> Option<String> {
+        let first =
+            |m: &BTreeMap<String, Value>, at: &str| m.keys().next().map(|k| format!("{at}.{k}"));
+        match self {
+            ResponseFormat::Text { other } | ResponseFormat::JsonObject { other, .. } => {
+                first(other, "response_format")
+            }
+            ResponseFormat::JsonSchema { json_schema, other } => first(other, "response_format")
+                .or_else(|| first(&json_schema.other, "response_format.json_schema")),
+        }
+    }
 }
 
 /// The `json_schema` of a `response_format`.
@@ -353,7 +389,20 @@ pub struct JsonSchemaFormat {
     /// field says so.
     #[serde(default)]
     pub strict: Option<bool>,
+    /// Fields not of this format.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
 }
+
+/// Constraint fields other servers read (vLLM's) and this one does not, with what to send
+/// instead: a request carrying one is refused by name.
+pub const FOREIGN_CONSTRAINTS: &[(&str, &str)] = &[
+    ("guided_json", "json_schema or response_format"),
+    ("guided_regex", "regex"),
+    ("guided_grammar", "grammar"),
+    ("guided_choice", "a json_schema with an enum, or a regex"),
+    ("structured_outputs", "json_schema, regex or grammar"),
+];
 
 /// Parses a JSON body into `T`, as a 400 that names the field (`param`, a path such as
 /// `messages[0].role`) and what is wrong with it when the body does not fit.
@@ -373,6 +422,14 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
         return Err(
             ApiError::bad_request("the body must be a JSON object").with_code("invalid_json")
         );
+    }
+    for (field, instead) in FOREIGN_CONSTRAINTS {
+        if value.get(field).is_some_and(|v| !v.is_null()) {
+            return Err(ApiError::invalid_param(
+                field,
+                format!("{field} is not supported, and it is not ignored either; send {instead}"),
+            ));
+        }
     }
     from_value::<SamplingFields>(&value)?;
     from_value(&value)
@@ -438,10 +495,46 @@ mod tests {
                 json_schema: JsonSchemaFormat {
                     strict: Some(false),
                     ..
-                }
+                },
+                ..
             })
         ));
         assert!(r.sampling.stream_options.unwrap().include_usage);
+    }
+
+    #[test]
+    fn a_json_object_keeps_its_schema_and_unknown_format_fields_are_named() {
+        let r: ChatRequest = parse_body(
+            br#"{"messages": [], "response_format": {"type": "json_object", "schema": {"type": "string"}}}"#,
+        )
+        .unwrap();
+        let format = r.response_format.unwrap();
+        assert!(matches!(
+            &format,
+            ResponseFormat::JsonObject { schema: Some(s), .. } if s["type"] == "string"
+        ));
+        assert_eq!(format.unknown_field(), None);
+        for (body, field) in [
+            (
+                &br#"{"type": "json_schema", "schema": {}, "json_schema": {"schema": {}}}"#[..],
+                "response_format.schema",
+            ),
+            (
+                br#"{"type": "json_schema", "json_schema": {"schema": {}, "grammar": "x"}}"#,
+                "response_format.json_schema.grammar",
+            ),
+            (
+                br#"{"type": "text", "regex": "a+"}"#,
+                "response_format.regex",
+            ),
+            (
+                br#"{"type": "json_object", "json_schema": {}}"#,
+                "response_format.json_schema",
+            ),
+        ] {
+            let format: ResponseFormat = serde_json::from_slice(body).unwrap();
+            assert_eq!(format.unknown_field().as_deref(), Some(field));
+        }
     }
 
     #[test]

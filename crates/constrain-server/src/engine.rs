@@ -1,37 +1,30 @@
-//! The model side: a bounded queue of jobs, the scheduler thread that owns the llama.cpp
-//! context, and the decode loop of one sequence.
+//! Jobs and sequences: what a request asks of the model ([`Job`]), what comes back
+//! ([`Event`]), and the decode loop of one sequence.
 //!
 //! A request becomes a [`Job`] (prompt tokens, `n` sequences, sampling, a compiled constraint,
-//! a deadline) and reaches the scheduler through a bounded queue: when it is full,
-//! [`Engine::submit`] answers 429 at once. The scheduler ([`crate::scheduler`]) batches every
-//! running sequence into one context, one decode per step; what a sequence generates goes back
-//! to the request's handler as [`Event`]s, token by token. A handler that goes away (a client
-//! that disconnected) closes its channel, and the scheduler frees that job's slots at the next
-//! step.
+//! a deadline) and reaches the scheduler ([`crate::scheduler`]) through the bounded queue of
+//! [`crate::worker::Engine`]; what a sequence generates goes back to the request's handler as
+//! [`Event`]s, token by token. A handler that goes away (a client that disconnected) closes its
+//! channel, and the scheduler frees that job's slots at the next step.
 //!
 //! A [`Sequence`] runs the facade's sequence step ([`constrain::Step`]), split for batching:
 //! [`Sequence::next_tokens`] says which tokens a sequence needs evaluated next (forced tokens
 //! are consumed there), [`Sequence::sample`] takes the logits that follow them; the sequence
 //! adds the server's own concerns: the text, stop strings, deltas and log-probability events.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use constrain::{
     CompiledGrammar, Emitted, Matcher, Step, StepConstraint, StepOptions, Stop, TokenLogprobs,
     Trigger, TriggeredMatcher,
 };
-use constrain_llama::{Model, Session, SessionOptions};
 use constrain_sampling::SamplerConfig;
 use constrain_vocab::{TokenKind, Vocabulary};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::error::ApiError;
-use crate::metrics::Metrics;
-use crate::scheduler::{LlamaSlots, Scheduler, SchedulerOptions};
+use crate::metrics::SequenceStats;
 
 /// What one request asks of the model.
 pub struct Job {
@@ -140,121 +133,6 @@ pub struct TokenLogprob {
     pub top: Vec<(Vec<u8>, f32)>,
 }
 
-/// How the engine runs.
-#[derive(Clone, Debug)]
-pub struct EngineOptions {
-    /// Sequences generated at once (slots of the one context).
-    pub parallel: usize,
-    /// Jobs that may wait for a slot; more are refused with 429.
-    pub max_queue: usize,
-    /// Tokens each slot holds (prompt plus output).
-    pub slot_ctx: u32,
-    /// The context's other settings (`ctx_size` and `sequences` are derived from the above).
-    pub session: SessionOptions,
-    /// How the scheduler batches.
-    pub scheduler: SchedulerOptions,
-}
-
-/// The queue and the scheduler behind it.
-pub struct Engine {
-    queue: SyncSender<Job>,
-    metrics: Arc<Metrics>,
-    max_queue: usize,
-    /// Asks the scheduler to end its work and return.
-    stop: Arc<AtomicBool>,
-    /// The scheduler's thread, joined by [`Engine::stop`].
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Engine {
-    /// Starts the scheduler; fails if the context cannot be created.
-    pub fn start(
-        model: &'static Model,
-        options: &EngineOptions,
-        metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Engine> {
-        let (queue, jobs) = sync_channel::<Job>(options.max_queue);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-        let parallel = options.parallel.max(1);
-        let slot_ctx = options.slot_ctx.max(1);
-        let session_options = SessionOptions {
-            ctx_size: slot_ctx.saturating_mul(parallel as u32),
-            sequences: parallel as u32,
-            ..options.session.clone()
-        };
-        let scheduler_options = options.scheduler.clone();
-        let thread_metrics = metrics.clone();
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread_stop = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("constrain-scheduler".into())
-            .spawn(move || {
-                let session = match Session::new(model, &session_options) {
-                    Ok(s) => {
-                        let _ = ready_tx.send(Ok(()));
-                        s
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                drop(ready_tx);
-                let slots = LlamaSlots::new(session, slot_ctx as usize);
-                Scheduler::new(
-                    slots,
-                    model.vocabulary().clone(),
-                    scheduler_options,
-                    thread_metrics,
-                )
-                .run(jobs, &thread_stop);
-            })?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                anyhow::bail!("creating the context ({parallel} slots of {slot_ctx} tokens): {e}")
-            }
-            Err(_) => anyhow::bail!("the scheduler thread stopped before creating its context"),
-        }
-        Ok(Engine {
-            queue,
-            metrics,
-            max_queue: options.max_queue,
-            stop,
-            thread: Mutex::new(Some(thread)),
-        })
-    }
-
-    /// Stops the scheduler after its current step (what still runs fails with 503) and waits
-    /// for its thread, so that the llama.cpp context is freed before the process exits: a
-    /// decode running while the process tears down llama.cpp's globals would crash it.
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
-        if let Some(thread) = thread {
-            if thread.join().is_err() {
-                eprintln!("constrain serve: the scheduler thread panicked");
-            }
-        }
-    }
-
-    /// Queues `job`; 429 at once when the queue is full.
-    pub fn submit(&self, job: Job) -> Result<(), ApiError> {
-        self.metrics.queued.fetch_add(1, Ordering::Relaxed);
-        match self.queue.try_send(job) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(_)) => {
-                self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
-                Err(ApiError::busy(self.max_queue))
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                self.metrics.queued.fetch_sub(1, Ordering::Relaxed);
-                Err(ApiError::unavailable("the model's scheduler has stopped"))
-            }
-        }
-    }
-}
-
 /// What a sequence needs next.
 pub enum Next {
     /// These tokens evaluated (after those already evaluated), then [`Sequence::sample`] with
@@ -267,22 +145,6 @@ pub enum Next {
     },
     /// It is complete.
     Done(Done),
-}
-
-/// Counters of one sequence, for the metrics.
-#[derive(Clone, Debug, Default)]
-pub struct SequenceStats {
-    /// Tokens drawn by the sampler.
-    pub sampled: usize,
-    /// Tokens appended because the grammar forced them.
-    pub forced: usize,
-    /// Time the mask of the latest step took (`None`: that step needed no mask), read by the
-    /// scheduler after each step for the mask-time histogram.
-    pub last_mask: Option<Duration>,
-    /// Drafted tokens verified.
-    pub drafted: usize,
-    /// Drafted tokens the verification kept.
-    pub accepted_drafts: usize,
 }
 
 /// One sequence being generated: the facade's step ([`constrain::Step`]) and the text it

@@ -1,5 +1,5 @@
 //! Errors as OpenAI clients expect them: a status code and
-//! `{"error": {"message", "type", "param", "code"}}`.
+//! `{"error": {"message", "type", "param", "code"}}`; and the errors of starting the server.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -225,6 +225,45 @@ pub fn constraint_error(param: &str, err: &constrain::Error) -> ApiError {
         Error::Gbnf(_) => "invalid_grammar",
         _ => "invalid_constraint",
     })
+}
+
+/// Why the server could not start (or stopped serving).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The model, or its chat template, could not be read.
+    #[error(transparent)]
+    Model(#[from] constrain_llama::LlamaError),
+    /// The scheduler's model side (llama.cpp's context) could not be made.
+    #[error("{0}")]
+    Slots(String),
+    /// The scheduler's thread could not be started.
+    #[error("starting the scheduler thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// The scheduler's thread ended before saying whether its model side was made.
+    #[error("the scheduler thread stopped before creating its context")]
+    SchedulerGone,
+    /// `--host` and `--port` do not make a socket address.
+    #[error("--host {host} --port {port}: {message}")]
+    Address {
+        /// The host given.
+        host: String,
+        /// The port given.
+        port: u16,
+        /// Why it is not an address.
+        message: String,
+    },
+    /// The address could not be listened on.
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// The async runtime could not start, or serving failed.
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 #[cfg(test)]

@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::engine::SequenceStats;
-
 /// A Prometheus histogram with fixed upper bounds (cumulative when rendered).
 struct Histogram {
     bounds: &'static [f64],
@@ -67,6 +65,22 @@ const COMPILE_BOUNDS: &[f64] = &[0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0];
 const MASK_BOUNDS: &[f64] = &[1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1];
 /// Bounds of the evaluation-time histogram (one step's decode), in seconds.
 const EVAL_BOUNDS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
+
+/// Counters of one sequence, for the metrics.
+#[derive(Clone, Debug, Default)]
+pub struct SequenceStats {
+    /// Tokens drawn by the sampler.
+    pub sampled: usize,
+    /// Tokens appended because the grammar forced them.
+    pub forced: usize,
+    /// Time the mask of the latest step took (`None`: that step needed no mask), read by the
+    /// scheduler after each step for the mask-time histogram.
+    pub last_mask: Option<Duration>,
+    /// Drafted tokens verified.
+    pub drafted: usize,
+    /// Drafted tokens the verification kept.
+    pub accepted_drafts: usize,
+}
 
 /// Everything `/metrics` reports.
 pub struct Metrics {

@@ -1,12 +1,26 @@
 //! A chat request's messages as the turns of a chat template: the tools listed in the system
 //! turn, the assistant's past calls spelled as the model writes them, tool results as
-//! `<tool_response>` turns.
+//! `<tool_response>` turns; and the tokenizer that turns the rendered prompt into tokens.
 
 use constrain_llama::ChatMessage;
 
 use crate::api::{Message, Tool};
 use crate::error::ApiError;
 use crate::tools;
+
+/// Text to token ids, as the handlers need it: implemented by llama.cpp's model, and by the
+/// fake models of the tests.
+pub trait Tokenize: Send + Sync {
+    /// The tokens of `text`, special tokens written as text (a chat template's turn markers)
+    /// read as those tokens; the error says why the text cannot be tokenized.
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>, String>;
+}
+
+impl<T: Tokenize + ?Sized> Tokenize for &T {
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>, String> {
+        (**self).tokenize(text)
+    }
+}
 
 /// The turns to render. `tools` are listed in the system turn (`required`: the model is told it
 /// must call one); `None` lists none.

@@ -59,8 +59,8 @@ const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The model side of the scheduler: a context of `slots()` independent sequences.
 ///
-/// Implemented for llama.cpp's [`constrain_llama::Session`] by [`LlamaSlots`], and in the
-/// tests by a fake model, so the scheduling is tested without weights.
+/// Implemented for llama.cpp's context by [`crate::llama::LlamaSlots`], and in the tests by a
+/// fake model, so the scheduling (and the router over it) is tested without weights.
 pub trait SlotModel {
     /// How many sequences the context holds side by side.
     fn slots(&self) -> usize;
@@ -81,71 +81,6 @@ pub trait SlotModel {
     /// Empties `slot`.
     fn clear(&mut self, slot: usize) -> Result<(), String> {
         self.truncate(slot, 0)
-    }
-}
-
-/// A llama.cpp context of several sequences, each limited to `room` tokens.
-pub struct LlamaSlots<'m> {
-    /// The context; its `ctx_size` is `room` times its sequences.
-    pub session: constrain_llama::Session<'m>,
-    /// Tokens each sequence may hold.
-    pub room: usize,
-    /// Per slot, the index in its last entry of the first token with logits.
-    pub logits_from: Vec<usize>,
-}
-
-impl<'m> LlamaSlots<'m> {
-    /// Slots of `room` tokens over `session`'s sequences.
-    pub fn new(session: constrain_llama::Session<'m>, room: usize) -> LlamaSlots<'m> {
-        let logits_from = vec![0; session.sequences()];
-        LlamaSlots {
-            session,
-            room,
-            logits_from,
-        }
-    }
-}
-
-impl SlotModel for LlamaSlots<'_> {
-    fn slots(&self) -> usize {
-        self.session.sequences()
-    }
-
-    fn slot_room(&self) -> usize {
-        self.room
-    }
-
-    fn decode(&mut self, work: &[SlotTokens<'_>]) -> Result<(), String> {
-        let entries: Vec<constrain_llama::SequenceTokens<'_>> = work
-            .iter()
-            .filter(|w| !w.tokens.is_empty())
-            .map(|w| constrain_llama::SequenceTokens {
-                seq: w.slot,
-                tokens: w.tokens,
-                logits_from: w.tokens.len() - w.rows.clamp(1, w.tokens.len()),
-            })
-            .collect();
-        for entry in &entries {
-            if let Some(from) = self.logits_from.get_mut(entry.seq) {
-                *from = entry.logits_from;
-            }
-        }
-        self.session.decode(&entries).map_err(|e| e.to_string())
-    }
-
-    fn logits(&self, slot: usize, row: usize) -> &[f32] {
-        let from = self.logits_from.get(slot).copied().unwrap_or(0);
-        self.session.logits_at(slot, from + row)
-    }
-
-    fn truncate(&mut self, slot: usize, len: usize) -> Result<(), String> {
-        self.session
-            .truncate_sequence(slot, len)
-            .map_err(|e| e.to_string())
-    }
-
-    fn has_spare_core(&self) -> bool {
-        self.session.has_spare_core()
     }
 }
 
@@ -711,5 +646,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
     }
 }
 
+#[cfg(test)]
+pub(crate) mod fake;
 #[cfg(test)]
 mod tests;

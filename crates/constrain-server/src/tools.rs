@@ -74,7 +74,7 @@ pub fn check_tools(tools: &[Tool]) -> Result<(), ApiError> {
             return Err(ApiError::invalid_param(
                 &param("type"),
                 format!(
-                    "tool type {:?} is not supported; use \"function\"",
+                    "tools[{i}].type {:?} is not supported; use \"function\"",
                     tool.kind
                 ),
             ));

@@ -1,0 +1,624 @@
+//! A request checked and turned into what the engine runs ([`Plan`]): its sampling settings,
+//! seed and limits, its prompt's tokens, and its constraint (which tools, which format), all
+//! refused with a 400 naming the field before any work is queued.
+//!
+//! The constraint is chosen as a [`Spec`] ([`response_spec`], `chat_spec`) and compiled by
+//! [`prepare`]; nothing the request asks to constrain is ever dropped: a field of
+//! `response_format` this server does not know, or a `strict: true` it cannot keep, is a 400.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use constrain::WarningKind;
+use constrain_sampling::{PenaltyWindow, SamplerConfig};
+use serde_json::{json, Value};
+
+use crate::api::{
+    ChatRequest, CompletionRequest, Prompt, ResponseFormat, SamplingFields, Tool, ToolChoice,
+};
+use crate::engine::{ConstraintKind, GenParams};
+use crate::error::ApiError;
+use crate::grammars::Spec;
+use crate::state::AppState;
+use crate::tools;
+
+/// Which route a request came by, and so how its reply is shaped.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// `/v1/chat/completions`; `tools_active`: calls are read back from the output.
+    Chat {
+        /// Whether the model was offered tools to call.
+        tools_active: bool,
+    },
+    /// `/v1/completions`.
+    Completion,
+}
+
+/// What a chat or completion request asks for, checked.
+pub struct Plan {
+    /// The route.
+    pub kind: Kind,
+    /// The prompt's tokens (a rendered conversation, or the completion's prompt).
+    pub prompt: Vec<u32>,
+    /// Sampling, seed and limits; `max_tokens` fits in the context after the prompt.
+    pub params: GenParams,
+    /// Choices.
+    pub n: usize,
+    /// The constraint, not yet compiled.
+    pub spec: Option<(Spec, ConstraintUse)>,
+    /// Answer as server-sent events.
+    pub stream: bool,
+    /// A last event with `usage` (streaming only).
+    pub include_usage: bool,
+}
+
+/// A chat request's plan: tools, response format, conversation rendered and tokenized.
+pub fn chat(state: &AppState, request: &ChatRequest) -> Result<Plan, ApiError> {
+    check_model(state, request.model.as_deref())?;
+    let top_logprobs = request.top_logprobs.unwrap_or(0) as usize;
+    if top_logprobs > 20 {
+        return Err(ApiError::invalid_param(
+            "top_logprobs",
+            "top_logprobs must be between 0 and 20",
+        ));
+    }
+    if request.top_logprobs.is_some() && request.logprobs != Some(true) {
+        return Err(ApiError::invalid_param(
+            "top_logprobs",
+            "top_logprobs needs logprobs: true",
+        ));
+    }
+    let logprobs = (request.logprobs == Some(true)).then_some(top_logprobs);
+    let max_tokens = request
+        .max_completion_tokens
+        .or(request.sampling.max_tokens);
+    let (mut params, n) = gen_params(state, &request.sampling, max_tokens, logprobs)?;
+
+    let tool_plan = tool_plan(request)?;
+    let response = response_spec(request.response_format.as_ref(), &request.sampling)?;
+    let spec = chat_spec(tool_plan.as_ref(), response);
+
+    let messages = crate::prompt::chat_messages(
+        &request.messages,
+        tool_plan
+            .as_ref()
+            .map(|p| (p.listed.as_slice(), p.required)),
+    )?;
+    let text = state.template.render(&messages, true);
+    let prompt = state
+        .tokenizer
+        .tokenize(&text)
+        .map_err(|e| ApiError::bad_request(e).with_param("messages"))?;
+    check_prompt(state, &prompt, &mut params.max_tokens)?;
+    Ok(Plan {
+        kind: Kind::Chat {
+            tools_active: tool_plan.is_some(),
+        },
+        prompt,
+        params,
+        n,
+        spec,
+        stream: request.sampling.stream.unwrap_or(false),
+        include_usage: include_usage(&request.sampling),
+    })
+}
+
+/// A text completion request's plan: the prompt as text or token ids, a response format.
+pub fn completion(state: &AppState, request: &CompletionRequest) -> Result<Plan, ApiError> {
+    check_model(state, request.model.as_deref())?;
+    if request.echo == Some(true) {
+        return Err(ApiError::invalid_param("echo", "echo is not supported"));
+    }
+    if request.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
+        return Err(ApiError::invalid_param("suffix", "suffix is not supported"));
+    }
+    let logprobs = request.logprobs.map(|k| k as usize);
+    if logprobs.is_some_and(|k| k > 20) {
+        return Err(ApiError::invalid_param(
+            "logprobs",
+            "logprobs must be between 0 and 20",
+        ));
+    }
+    let (mut params, n) = gen_params(
+        state,
+        &request.sampling,
+        request.sampling.max_tokens.or(Some(16)),
+        logprobs,
+    )?;
+    let spec = response_spec(request.response_format.as_ref(), &request.sampling)?;
+    let prompt = match &request.prompt {
+        Prompt::Text(t) => state.tokenizer.tokenize(t),
+        Prompt::Texts(v) if v.len() == 1 => state.tokenizer.tokenize(&v[0]),
+        Prompt::Texts(_) => {
+            return Err(ApiError::invalid_param(
+                "prompt",
+                "give one prompt (batches of prompts are not supported)",
+            ))
+        }
+        Prompt::Tokens(ids) => {
+            let width = state.vocabulary.logits_width();
+            if ids.is_empty() || ids.iter().any(|&t| t as usize >= width) {
+                return Err(ApiError::invalid_param(
+                    "prompt",
+                    "token ids must be a non-empty list of this model's ids",
+                ));
+            }
+            Ok(ids.clone())
+        }
+    }
+    .map_err(|e| ApiError::bad_request(e).with_param("prompt"))?;
+    check_prompt(state, &prompt, &mut params.max_tokens)?;
+    Ok(Plan {
+        kind: Kind::Completion,
+        prompt,
+        params,
+        n,
+        spec,
+        stream: request.sampling.stream.unwrap_or(false),
+        include_usage: include_usage(&request.sampling),
+    })
+}
+
+fn include_usage(f: &SamplingFields) -> bool {
+    f.stream_options.as_ref().is_some_and(|o| o.include_usage)
+}
+
+/// Which tools the model sees and may call.
+struct ToolPlan<'a> {
+    /// Listed in the system turn.
+    listed: Vec<&'a Tool>,
+    /// Callable (all listed ones, or the named one).
+    callable: Vec<&'a Tool>,
+    /// `required` or named: the output is calls only.
+    required: bool,
+    parallel: bool,
+}
+
+fn tool_plan(request: &ChatRequest) -> Result<Option<ToolPlan<'_>>, ApiError> {
+    let tools = request.tools.as_deref().unwrap_or_default();
+    tools::check_tools(tools)?;
+    let parallel = request.parallel_tool_calls.unwrap_or(true);
+    let all: Vec<&Tool> = tools.iter().collect();
+    let choice = request
+        .tool_choice
+        .clone()
+        .unwrap_or_else(|| ToolChoice::Mode(if tools.is_empty() { "none" } else { "auto" }.into()));
+    match choice {
+        ToolChoice::Mode(mode) => match mode.as_str() {
+            "none" => Ok(None),
+            "auto" | "required" => {
+                if tools.is_empty() {
+                    if mode == "auto" {
+                        return Ok(None);
+                    }
+                    return Err(ApiError::invalid_param(
+                        "tool_choice",
+                        "tool_choice \"required\" needs at least one tool in `tools`",
+                    ));
+                }
+                Ok(Some(ToolPlan {
+                    listed: all.clone(),
+                    callable: all,
+                    required: mode == "required",
+                    parallel,
+                }))
+            }
+            other => Err(ApiError::invalid_param(
+                "tool_choice",
+                format!("tool_choice {other:?}: use none, auto, required or a named function"),
+            )),
+        },
+        ToolChoice::Named(named) => {
+            if named.kind != "function" {
+                return Err(ApiError::invalid_param(
+                    "tool_choice.type",
+                    "the type of a named tool choice must be \"function\"",
+                ));
+            }
+            let Some(tool) = tools
+                .iter()
+                .find(|t| t.function.name == named.function.name)
+            else {
+                return Err(ApiError::invalid_param(
+                    "tool_choice.function.name",
+                    format!(
+                        "tool_choice names {:?}, which is not in `tools`",
+                        named.function.name
+                    ),
+                ));
+            };
+            Ok(Some(ToolPlan {
+                listed: all,
+                callable: vec![tool],
+                required: true,
+                parallel,
+            }))
+        }
+    }
+}
+
+/// How a compiled spec is used, and what the response says about it.
+#[derive(Clone)]
+pub struct ConstraintUse {
+    /// Free text until `<tool_call>`, then the spec.
+    pub triggered: bool,
+    /// `json_schema`, `json_object`, `regex`, `grammar`, `tool_calls`.
+    pub kind: &'static str,
+    /// `strict` as the request gave it.
+    pub strict: Option<bool>,
+}
+
+/// The constraint of the response itself: `response_format` or one of the extensions.
+pub fn response_spec(
+    format: Option<&ResponseFormat>,
+    fields: &SamplingFields,
+) -> Result<Option<(Spec, ConstraintUse)>, ApiError> {
+    if let Some(field) = format.and_then(ResponseFormat::unknown_field) {
+        let hint = match format {
+            Some(ResponseFormat::JsonSchema { .. }) if field == "response_format.schema" => {
+                "; with type json_schema the schema goes in response_format.json_schema.schema"
+            }
+            _ => "",
+        };
+        return Err(ApiError::invalid_param(
+            &field,
+            format!("{field} is not supported, and it is not ignored either{hint}"),
+        ));
+    }
+    let mut found: Vec<(&str, Spec, ConstraintUse)> = Vec::new();
+    let uses = |kind, strict| ConstraintUse {
+        triggered: false,
+        kind,
+        strict,
+    };
+    match format {
+        None | Some(ResponseFormat::Text { .. }) => {}
+        Some(ResponseFormat::JsonObject { schema: None, .. }) => found.push((
+            "response_format",
+            Spec::JsonSchema(json!({"type": "object"})),
+            uses("json_object", None),
+        )),
+        // llama-server's form of a schema: the schema is what is enforced, whatever it allows.
+        Some(ResponseFormat::JsonObject {
+            schema: Some(schema),
+            ..
+        }) => found.push((
+            "response_format",
+            Spec::JsonSchema(schema.clone()),
+            uses("json_schema", None),
+        )),
+        Some(ResponseFormat::JsonSchema { json_schema, .. }) => {
+            let schema = json_schema.schema.clone().unwrap_or_else(|| json!({}));
+            found.push((
+                "response_format",
+                Spec::JsonSchema(schema),
+                uses("json_schema", Some(json_schema.strict.unwrap_or(false))),
+            ));
+        }
+    }
+    if let Some(schema) = &fields.json_schema {
+        found.push((
+            "json_schema",
+            Spec::JsonSchema(schema.clone()),
+            uses("json_schema", None),
+        ));
+    }
+    if let Some(regex) = &fields.regex {
+        found.push(("regex", Spec::Regex(regex.clone()), uses("regex", None)));
+    }
+    if let Some(grammar) = &fields.grammar {
+        found.push((
+            "grammar",
+            Spec::Gbnf(grammar.clone()),
+            uses("grammar", None),
+        ));
+    }
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop().map(|(_, spec, u)| (spec, u))),
+        _ => Err(ApiError::invalid_param(
+            found[1].0,
+            format!(
+                "give at most one constraint; this request has {}",
+                found.iter().map(|f| f.0).collect::<Vec<_>>().join(" and ")
+            ),
+        )),
+    }
+}
+
+/// The constraint of a chat answer. With tools to call: calls only (`required` or a named
+/// function), calls or the response's own constraint (`auto` beside one), or calls after
+/// `<tool_call>` in free text (`auto`); without tools, the response's own constraint.
+fn chat_spec(
+    tool_plan: Option<&ToolPlan<'_>>,
+    response: Option<(Spec, ConstraintUse)>,
+) -> Option<(Spec, ConstraintUse)> {
+    match tool_plan {
+        Some(plan) => {
+            let call_schema = tools::call_schema(&plan.callable);
+            let strict = plan
+                .callable
+                .iter()
+                .any(|t| t.function.strict == Some(true));
+            let used = |triggered| ConstraintUse {
+                triggered,
+                kind: "tool_calls",
+                strict: Some(strict),
+            };
+            if plan.required {
+                Some((
+                    Spec::ToolCalls {
+                        call_schema,
+                        parallel: plan.parallel,
+                        or: None,
+                    },
+                    used(false),
+                ))
+            } else if let Some((alternative, _)) = response.clone() {
+                Some((
+                    Spec::ToolCalls {
+                        call_schema,
+                        parallel: plan.parallel,
+                        or: Some(Box::new(alternative)),
+                    },
+                    used(false),
+                ))
+            } else {
+                Some((
+                    Spec::AfterCallOpen {
+                        call_schema,
+                        parallel: plan.parallel,
+                    },
+                    used(true),
+                ))
+            }
+        }
+        None => response,
+    }
+}
+
+/// A plan's constraint, compiled, as the job and the response carry it.
+pub struct Prepared {
+    /// What the sequences follow; `None`: free text.
+    pub constraint: Option<ConstraintKind>,
+    /// The response's `constraint` field (null without one).
+    pub info: Value,
+    /// The compile time, when the grammar was not in the cache.
+    pub compiled_in: Option<Duration>,
+}
+
+/// Compiles (or finds in the cache) the plan's constraint. A `strict: true` whose schema has a
+/// keyword the grammar does not enforce (an unknown `format`) is refused: the response would
+/// otherwise claim a strictness it does not have.
+pub async fn prepare(
+    state: &Arc<AppState>,
+    spec: Option<&(Spec, ConstraintUse)>,
+) -> Result<Prepared, ApiError> {
+    let Some((spec, used)) = spec else {
+        return Ok(Prepared {
+            constraint: None,
+            info: Value::Null,
+            compiled_in: None,
+        });
+    };
+    let (compiled, cached) = compile(state, spec).await?;
+    if used.strict == Some(true) {
+        if let Some(w) = compiled
+            .warnings
+            .iter()
+            .find(|w| w.kind == WarningKind::UnknownFormat)
+        {
+            let param = if used.kind == "tool_calls" {
+                "tools"
+            } else {
+                "response_format.json_schema.strict"
+            };
+            return Err(ApiError::invalid_param(
+                param,
+                format!(
+                    "{param}: strict: true, but the schema has a keyword that is not \
+                     enforced: {w}; remove it or give strict: false"
+                ),
+            )
+            .with_code("invalid_schema"));
+        }
+    }
+    let info = json!({
+        "type": used.kind,
+        "enforced": true,
+        "strict": used.strict,
+        "triggered_by": used.triggered.then_some(tools::CALL_OPEN),
+        "cached": cached,
+        "warnings": compiled.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    });
+    let constraint = Some(if used.triggered {
+        ConstraintKind::Triggered(state.trigger.clone(), compiled.grammar.clone())
+    } else {
+        ConstraintKind::Grammar(compiled.grammar.clone())
+    });
+    Ok(Prepared {
+        constraint,
+        info,
+        compiled_in: (!cached).then_some(compiled.took),
+    })
+}
+
+/// Compiles (or finds) the spec's grammar off the async threads.
+async fn compile(
+    state: &Arc<AppState>,
+    spec: &Spec,
+) -> Result<(Arc<constrain::Compilation>, bool), ApiError> {
+    let state2 = state.clone();
+    let spec2 = spec.clone();
+    let (result, hit) = tokio::task::spawn_blocking(move || state2.grammars.get(&spec2))
+        .await
+        .map_err(|e| ApiError::internal(format!("compiling the constraint: {e}")))?;
+    let compiled = result?;
+    state.metrics.add_compile((!hit).then_some(compiled.took));
+    Ok((compiled, hit))
+}
+
+/// Longest prompt-lookup draft a request may ask for: each drafted token is a row of logits
+/// the step evaluates and copies.
+pub const MAX_LOOKUP: usize = 16;
+
+fn check_range(param: &str, value: Option<f32>, lo: f32, hi: f32) -> Result<(), ApiError> {
+    match value {
+        Some(v) if !(v.is_finite() && (lo..=hi).contains(&v)) => Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be between {lo} and {hi}, not {v}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Sampling settings, seed, stop strings and limits from the shared fields.
+fn gen_params(
+    state: &AppState,
+    f: &SamplingFields,
+    max_tokens: Option<u64>,
+    logprobs: Option<usize>,
+) -> Result<(GenParams, usize), ApiError> {
+    check_range("temperature", f.temperature, 0.0, 2.0)?;
+    check_range("top_p", f.top_p, 0.0, 1.0)?;
+    check_range("min_p", f.min_p, 0.0, 1.0)?;
+    check_range("typical_p", f.typical_p, 0.0, 1.0)?;
+    check_range("presence_penalty", f.presence_penalty, -2.0, 2.0)?;
+    check_range("frequency_penalty", f.frequency_penalty, -2.0, 2.0)?;
+    check_range("repeat_penalty", f.repeat_penalty, 0.01, 10.0)?;
+    let n = f.n.unwrap_or(1) as usize;
+    if n == 0 || n > state.options.max_n {
+        return Err(ApiError::invalid_param(
+            "n",
+            format!("n must be between 1 and {}", state.options.max_n),
+        ));
+    }
+    let vocab_width = state.vocabulary.logits_width();
+    let mut logit_bias = Vec::new();
+    for (key, &bias) in f.logit_bias.iter().flatten() {
+        let id: u32 = key
+            .parse()
+            .ok()
+            .filter(|&id| (id as usize) < vocab_width)
+            .ok_or_else(|| {
+                ApiError::invalid_param(
+                    "logit_bias",
+                    format!(
+                        "logit_bias key {key:?} is not a token id of this model (0..{vocab_width})"
+                    ),
+                )
+            })?;
+        check_range("logit_bias", Some(bias), -100.0, 100.0)?;
+        // -100 bans the token, as OpenAI's documentation says it effectively does.
+        logit_bias.push((
+            id,
+            if bias <= -100.0 {
+                f32::NEG_INFINITY
+            } else {
+                bias
+            },
+        ));
+    }
+    let lookup = match f.lookup {
+        None => state.options.lookup,
+        Some(k) if k <= MAX_LOOKUP as u64 => k as usize,
+        Some(k) => {
+            return Err(ApiError::invalid_param(
+                "lookup",
+                format!("lookup must be between 0 and {MAX_LOOKUP}, not {k}"),
+            ))
+        }
+    };
+    let stop = f.stop.as_ref().map(|s| s.strings()).unwrap_or_default();
+    if stop.len() > 4 {
+        return Err(ApiError::invalid_param("stop", "at most 4 stop strings"));
+    }
+    let d = &state.options.sampling;
+    let sampling = SamplerConfig {
+        temperature: f.temperature.unwrap_or(d.temperature),
+        top_k: f.top_k.unwrap_or(d.top_k),
+        top_p: f.top_p.unwrap_or(d.top_p),
+        min_p: f.min_p.unwrap_or(d.min_p),
+        typical_p: f.typical_p.unwrap_or(d.typical_p),
+        repetition_penalty: f.repeat_penalty.unwrap_or(d.repetition_penalty),
+        frequency_penalty: f.frequency_penalty.unwrap_or(d.frequency_penalty),
+        presence_penalty: f.presence_penalty.unwrap_or(d.presence_penalty),
+        // OpenAI's penalties look at the generated tokens only.
+        penalty_window: PenaltyWindow {
+            last_n: None,
+            include_prompt: false,
+        },
+        logit_bias,
+    };
+    sampling
+        .validate()
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let max_tokens = match max_tokens {
+        Some(0) => {
+            return Err(ApiError::invalid_param(
+                "max_tokens",
+                "max_tokens must be at least 1",
+            ))
+        }
+        Some(m) => usize::try_from(m).unwrap_or(usize::MAX),
+        None => state.options.default_max_tokens,
+    };
+    let seed = match f.seed {
+        Some(s) => s as u64,
+        None => random_u64(),
+    };
+    Ok((
+        GenParams {
+            sampling,
+            seed,
+            max_tokens,
+            stop,
+            logprobs,
+            fast_forward: logprobs.is_none(),
+            lookup,
+        },
+        n,
+    ))
+}
+
+fn check_model(state: &AppState, model: Option<&str>) -> Result<(), ApiError> {
+    match model {
+        None | Some("") => Ok(()),
+        Some(m) if state.model_aliases.iter().any(|a| a == m) => Ok(()),
+        Some(m) => Err(ApiError::invalid_param(
+            "model",
+            format!(
+                "the model {m:?} is not served here; this server serves {:?} (GET /v1/models)",
+                state.model_id
+            ),
+        )
+        .with_code("model_not_found")),
+    }
+}
+
+/// The prompt must leave room for one token.
+fn check_prompt(state: &AppState, prompt: &[u32], max_tokens: &mut usize) -> Result<(), ApiError> {
+    let ctx = state.options.ctx_size as usize;
+    if prompt.len() >= ctx {
+        return Err(ApiError::bad_request(format!(
+            "the prompt is {} tokens long but the context holds {ctx} (--ctx-size)",
+            prompt.len()
+        ))
+        .with_param("messages")
+        .with_code("context_length_exceeded"));
+    }
+    *max_tokens = (*max_tokens).min(ctx - prompt.len());
+    Ok(())
+}
+
+/// A random 64-bit number (ids, seeds).
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}

@@ -1,0 +1,255 @@
+//! What the handlers share: the options, the model's vocabulary, tokenizer and chat template,
+//! the engine, the grammar cache and the metrics.
+//!
+//! [`AppState::new`] loads a GGUF model and puts llama.cpp behind the engine;
+//! [`AppState::with_backend`] takes any model side ([`Backend`]), which is how the router is
+//! tested without a model file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use constrain::{TokenIndex, Trigger};
+use constrain_llama::{ChatTemplate, LoadOptions, Model, SessionOptions};
+use constrain_sampling::SamplerConfig;
+use constrain_vocab::Vocabulary;
+
+use crate::error::StartError;
+use crate::grammars::GrammarCache;
+use crate::metrics::Metrics;
+use crate::prompt::Tokenize;
+use crate::scheduler::{SchedulerOptions, SlotModel};
+use crate::tools;
+use crate::worker::{Engine, EngineOptions};
+
+/// Everything `constrain serve` is configured with.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// The GGUF model.
+    pub model_path: PathBuf,
+    /// The id `/v1/models` reports (default: the file name without `.gguf`).
+    pub model_id: Option<String>,
+    /// Address to listen on.
+    pub host: String,
+    /// Port (0: any free port, printed at start).
+    pub port: u16,
+    /// Slots of the context: sequences generated at once, batched into one decode per step.
+    pub parallel: usize,
+    /// Requests that may wait for a slot before new ones get 429.
+    pub max_queue: usize,
+    /// Tokens each slot holds (prompt plus output); the context holds `parallel` times this.
+    pub ctx_size: u32,
+    /// Threads of the model's evaluation (`None`: every core).
+    pub threads: Option<u32>,
+    /// Most prompt tokens read in one step (all prompts together), so that the running
+    /// sequences keep moving while a long prompt is read.
+    pub prompt_chunk: usize,
+    /// A request not done by then (from its arrival) fails with 504 and frees its slots.
+    pub request_timeout: Duration,
+    /// After SIGTERM or Ctrl-C: how long in-flight requests may take to finish before the
+    /// server exits anyway.
+    pub shutdown_timeout: Duration,
+    /// Required as `Authorization: Bearer KEY` on every route but `/health`.
+    pub api_key: Option<String>,
+    /// The chat template (`None`: the model's own, by family).
+    pub chat_template: Option<ChatTemplate>,
+    /// How schemas compile (layout, property order, escapes).
+    pub schema_options: constrain::SchemaOptions,
+    /// Compile-time budget of one constraint.
+    pub compile_timeout: Duration,
+    /// Every other budget of one constraint (source size, schema depth, automaton sizes); its
+    /// compile time is replaced by `compile_timeout`.
+    pub limits: constrain::Limits,
+    /// Compiled constraints kept.
+    pub grammar_cache: usize,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// `max_tokens` when the request gives none.
+    pub default_max_tokens: usize,
+    /// Most choices (`n`) per request.
+    pub max_n: usize,
+    /// Sampling settings a request does not give (OpenAI's defaults: temperature 1, top_p 1).
+    pub sampling: SamplerConfig,
+    /// Prompt-lookup draft length of a request that gives no `lookup` (0: off).
+    pub lookup: usize,
+    /// Let llama.cpp log to stderr.
+    pub verbose: bool,
+}
+
+impl ServerOptions {
+    /// Defaults for serving `model_path`.
+    pub fn new(model_path: PathBuf) -> ServerOptions {
+        ServerOptions {
+            model_path,
+            model_id: None,
+            host: "127.0.0.1".into(),
+            port: 8080,
+            parallel: 4,
+            max_queue: 64,
+            ctx_size: 4096,
+            threads: None,
+            prompt_chunk: 256,
+            request_timeout: Duration::from_secs(600),
+            shutdown_timeout: Duration::from_secs(10),
+            api_key: None,
+            chat_template: None,
+            // The layout `constrain serve` documents: one line, Python's separators, canonical
+            // strings, no undeclared members; reading tool calls back while they stream
+            // relies on it.
+            schema_options: constrain::SchemaOptions {
+                whitespace: constrain::Whitespace::Compact,
+                separators: Some(constrain::Separators::python()),
+                escapes: constrain::Escapes::Canonical,
+                additional_properties: constrain::AdditionalProperties::Strict,
+                ..constrain::SchemaOptions::default()
+            },
+            compile_timeout: Duration::from_secs(10),
+            limits: constrain::Limits::default(),
+            grammar_cache: 256,
+            max_body_bytes: 4 << 20,
+            default_max_tokens: 1024,
+            max_n: 8,
+            sampling: SamplerConfig::default(),
+            lookup: 0,
+            verbose: false,
+        }
+    }
+}
+
+/// A model as the server uses it: its token trie (and through it the vocabulary), its
+/// tokenizer and chat template, and `open`, which makes the scheduler's model side on the
+/// scheduler's thread.
+pub struct Backend<F> {
+    /// The vocabulary's token trie, shared by every grammar.
+    pub index: Arc<TokenIndex>,
+    /// Prompt text to tokens.
+    pub tokenizer: Box<dyn Tokenize>,
+    /// How conversations become prompt text.
+    pub template: ChatTemplate,
+    /// Makes the slots the scheduler decodes in (their number and room are its own).
+    pub open: F,
+}
+
+/// What every handler shares.
+pub struct AppState {
+    pub(crate) vocabulary: Arc<Vocabulary>,
+    pub(crate) tokenizer: Box<dyn Tokenize>,
+    pub(crate) model_id: String,
+    pub(crate) model_aliases: Vec<String>,
+    pub(crate) template: ChatTemplate,
+    pub(crate) engine: Engine,
+    pub(crate) grammars: GrammarCache,
+    pub(crate) trigger: Arc<Trigger>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) options: ServerOptions,
+    pub(crate) started: u64,
+}
+
+impl AppState {
+    /// Loads the model, starts the scheduler over llama.cpp.
+    pub fn new(options: ServerOptions) -> Result<AppState, StartError> {
+        let load = LoadOptions {
+            verbose: options.verbose,
+            gpu_layers: 0,
+        };
+        // The model lives as long as the process: the scheduler and handlers borrow it.
+        let model: &'static Model = Box::leak(Box::new(Model::load(&options.model_path, &load)?));
+        let template = match options.chat_template {
+            Some(t) => t,
+            None => model.chat_template()?,
+        };
+        let open = crate::llama::open_slots(
+            model,
+            options.parallel,
+            options.ctx_size,
+            SessionOptions {
+                threads: options.threads,
+                ..SessionOptions::default()
+            },
+        );
+        AppState::with_backend(
+            options,
+            Backend {
+                index: model.token_index(),
+                tokenizer: Box::new(model),
+                template,
+                open,
+            },
+        )
+    }
+
+    /// Starts the scheduler over `backend`'s model side; `options.model_path` names the model
+    /// (its file name is the default id) and is not read.
+    pub fn with_backend<M, F>(
+        options: ServerOptions,
+        backend: Backend<F>,
+    ) -> Result<AppState, StartError>
+    where
+        M: SlotModel,
+        F: FnOnce() -> Result<M, String> + Send + 'static,
+    {
+        let file_id = options
+            .model_path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "model".into());
+        let stem = file_id
+            .strip_suffix(".gguf")
+            .unwrap_or(&file_id)
+            .to_string();
+        let model_id = options.model_id.clone().unwrap_or_else(|| stem.clone());
+        let vocabulary = backend.index.vocabulary().clone();
+        let metrics = Arc::new(Metrics::default());
+        let engine = Engine::start(
+            backend.open,
+            vocabulary.clone(),
+            &EngineOptions {
+                max_queue: options.max_queue,
+                scheduler: SchedulerOptions {
+                    prompt_chunk: options.prompt_chunk.max(1),
+                },
+            },
+            metrics.clone(),
+        )?;
+        let grammars = GrammarCache::new(
+            backend.index,
+            options.schema_options.clone(),
+            constrain::Limits {
+                max_compile_time: Some(options.compile_timeout),
+                ..options.limits.clone()
+            },
+            options.grammar_cache,
+        );
+        let trigger = Arc::new(Trigger::new(tools::CALL_OPEN, &vocabulary));
+        Ok(AppState {
+            vocabulary,
+            tokenizer: backend.tokenizer,
+            model_aliases: vec![model_id.clone(), stem, file_id, "default".into()],
+            model_id,
+            template: backend.template,
+            engine,
+            grammars,
+            trigger,
+            metrics,
+            options,
+            started: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        })
+    }
+
+    /// The id of the served model.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// The chat template in use.
+    pub fn template(&self) -> ChatTemplate {
+        self.template
+    }
+
+    /// Stops the scheduler (see [`Engine::stop`]); requests still running fail with 503.
+    pub fn stop(&self) {
+        self.engine.stop();
+    }
+}
