@@ -7,6 +7,7 @@
 
 use llama_cpp_2::token::LlamaToken;
 
+use crate::session::{LogitsRow, RowSource};
 use crate::{LlamaError, Session};
 
 /// Tokens to append to one sequence in a [`Session::decode`].
@@ -19,23 +20,6 @@ pub struct SequenceTokens<'a> {
     /// Logits are wanted after every token from this index on (`tokens.len() - 1`: after the
     /// last only; a draft's verification wants them at every drafted position).
     pub logits_from: usize,
-}
-
-/// Where one row of logits of the last decode is.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LogitsRow {
-    seq: usize,
-    /// The token's index in its entry's tokens.
-    index: usize,
-    source: RowSource,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum RowSource {
-    /// In llama.cpp's output of the final chunk, at this batch index.
-    Context(i32),
-    /// Copied into `saved_logits`: where the row starts, and its length.
-    Saved(usize, usize),
 }
 
 impl Session<'_> {

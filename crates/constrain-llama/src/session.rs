@@ -52,7 +52,7 @@ pub struct Session<'m> {
     /// Index in the last batch of the token whose logits are current.
     logits_index: Option<i32>,
     /// Where the logits that the last [`Session::decode`] asked for are.
-    pub(crate) rows: Vec<crate::sequences::LogitsRow>,
+    pub(crate) rows: Vec<LogitsRow>,
     /// Logits of rows evaluated in an earlier chunk of the last decode, copied out before the
     /// next chunk overwrote them.
     pub(crate) saved_logits: Vec<f32>,
@@ -200,4 +200,24 @@ impl Session<'_> {
 
 fn available_threads() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1))
+}
+
+/// Where one row of logits of the last decode is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LogitsRow {
+    /// The sequence.
+    pub(crate) seq: usize,
+    /// The token's index in its entry's tokens.
+    pub(crate) index: usize,
+    /// Where its logits are.
+    pub(crate) source: RowSource,
+}
+
+/// Where a row's logits are kept (filled by [`Session::decode`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RowSource {
+    /// In llama.cpp's output of the final chunk, at this batch index.
+    Context(i32),
+    /// Copied into `saved_logits`: where the row starts, and its length.
+    Saved(usize, usize),
 }

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::error::{constraint_error, ApiError};
 
-/// What the output must follow, before compilation. Its [`Spec::key`] is the cache key.
+/// What the output must follow, as the request said it: its [`Spec::constraint`] is what
+/// compiles (and the cache key).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
     /// JSON valid against a schema.
