@@ -430,6 +430,8 @@ def test_sampler_greedy_seeded_and_errors(toy_vocab):
         constrain.Sampler(compiled, top_p=1.5)
     with pytest.raises(ValueError, match="temperature"):
         constrain.Sampler(compiled, temperature=-1.0)
+    with pytest.raises(ValueError, match="invalid setting repeat_penalty = 0"):
+        constrain.Sampler(compiled, repeat_penalty=0.0)
     with pytest.raises(ValueError, match="not allowed"):
         greedy.accept(token_id(toy_vocab, b"x"))
     with pytest.raises(ValueError, match="1-D"):

@@ -320,6 +320,7 @@ fn sampling_flags_out_of_range_are_refused_before_loading_the_model() {
         ("--top-p=2", "top_p"),
         ("--min-p=1.5", "min_p"),
         ("--temperature=-1", "temperature"),
+        ("--repeat-penalty=0", "repeat_penalty"),
     ] {
         // The missing model would be the next error: the setting must be reported first.
         let run = constrain(&["--model", "/nonexistent.gguf", flag, "x"], None);

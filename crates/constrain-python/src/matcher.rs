@@ -62,7 +62,10 @@ impl PyMatcher {
     /// completion takes more tokens.
     #[new]
     #[pyo3(signature = (compiled, max_tokens = None))]
-    fn new(compiled: PyRef<'_, PyCompiledGrammar>, max_tokens: Option<usize>) -> PyResult<PyMatcher> {
+    fn new(
+        compiled: PyRef<'_, PyCompiledGrammar>,
+        max_tokens: Option<usize>,
+    ) -> PyResult<PyMatcher> {
         let mut inner = Matcher::new(compiled.inner.clone());
         inner
             .set_token_budget(max_tokens)

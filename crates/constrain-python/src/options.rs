@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use constrain_engine::Limits;
 use constrain::{
     AdditionalProperties, Escapes, Numbers, PropertyOrder, SchemaOptions as Options, Separators,
     Whitespace,
 };
+use constrain_engine::Limits;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use crate::buffers::as_numpy;
 use crate::compile::PyCompiledGrammar;
-use crate::errors::constrain_error;
+use crate::errors::{constrain_error, sampling_error};
 
 /// Draws tokens that keep the output in the grammar's language: the grammar mask, then
 /// repetition/frequency/presence penalties, temperature, top-k, top-p, min-p, typical-p, and a
@@ -44,17 +44,19 @@ impl PySampler {
         seed: u64,
         prompt: Vec<u32>,
     ) -> PyResult<PySampler> {
-        let config = SamplerConfig {
-            temperature,
-            top_k,
-            top_p,
-            min_p,
-            typical_p,
-            repetition_penalty: repeat_penalty,
-            frequency_penalty,
-            presence_penalty,
-            ..SamplerConfig::default()
-        };
+        let keywords = [
+            ("temperature", f64::from(temperature)),
+            ("top_k", top_k as f64),
+            ("top_p", f64::from(top_p)),
+            ("min_p", f64::from(min_p)),
+            ("typical_p", f64::from(typical_p)),
+            ("repeat_penalty", f64::from(repeat_penalty)),
+            ("frequency_penalty", f64::from(frequency_penalty)),
+            ("presence_penalty", f64::from(presence_penalty)),
+        ];
+        let config = SamplerConfig::default()
+            .with_settings(keywords.map(|(name, value)| (name, Some(value))))
+            .map_err(|e| sampling_error(&e))?;
         let inner = ConstrainedSampler::new(compiled.inner.clone(), config, seed)
             .map_err(|e| constrain_error(py, &e))?
             .with_prompt(&prompt);

@@ -1,9 +1,21 @@
 //! The settings of the funnel and their validation.
+//!
+//! Every surface reaches these settings the same way: the command line's flags, the server's
+//! request fields, Python's keyword arguments and JSON settings files name them (see
+//! [`SamplerConfig::NAMES`]) and go through [`SamplerConfig::set`], so a value out of range gets
+//! the same message wherever it came from.
+
+use std::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::SamplingError;
 
 /// Which recent tokens the repetition, frequency and presence penalties look at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PenaltyWindow {
     /// How many of the most recent tokens count; `None` counts the whole history.
     pub last_n: Option<usize>,
@@ -119,17 +131,30 @@ impl SamplerConfig {
     ///
     /// # Errors
     ///
-    /// [`SamplingError::InvalidSetting`] naming the setting when the value is out of range or
-    /// the name unknown; the configuration is then unchanged.
+    /// [`SamplingError::InvalidSetting`] naming the setting as the caller did when the value is
+    /// out of range or the name unknown; the configuration is then unchanged.
     pub fn set(&mut self, name: &str, value: f64) -> Result<(), SamplingError> {
+        let Some(setting) = Self::NAMES
+            .iter()
+            .copied()
+            .chain(["repetition_penalty"])
+            .find(|known| *known == name)
+        else {
+            return Err(SamplingError::InvalidSetting {
+                setting: "name",
+                value: name.to_string(),
+                expected: "one of temperature, top_k, top_p, min_p, typical_p, \
+                           repeat_penalty, frequency_penalty, presence_penalty",
+            });
+        };
         let mut next = self.clone();
         let as_f32 = value as f32;
-        match name {
+        match setting {
             "temperature" => next.temperature = as_f32,
             "top_k" => {
                 if !(value >= 0.0 && value.fract() == 0.0 && value <= usize::MAX as f64) {
                     return Err(SamplingError::InvalidSetting {
-                        setting: "top_k",
+                        setting,
                         value: value.to_string(),
                         expected: "a whole number >= 0 (0 = off)",
                     });
@@ -139,22 +164,52 @@ impl SamplerConfig {
             "top_p" => next.top_p = as_f32,
             "min_p" => next.min_p = as_f32,
             "typical_p" => next.typical_p = as_f32,
-            "repeat_penalty" | "repetition_penalty" => next.repetition_penalty = as_f32,
             "frequency_penalty" => next.frequency_penalty = as_f32,
             "presence_penalty" => next.presence_penalty = as_f32,
-            _ => {
-                return Err(SamplingError::InvalidSetting {
-                    setting: "name",
-                    value: name.to_string(),
-                    expected: "one of temperature, top_k, top_p, min_p, typical_p, \
-                               repeat_penalty, frequency_penalty, presence_penalty",
-                })
-            }
+            _ => next.repetition_penalty = as_f32,
         }
-        // A value that no f32 holds (1e39 becomes infinite) fails the range check here.
-        next.validate()?;
+        // A value that no f32 holds (1e39 becomes infinite) fails the range check here; the
+        // error names the setting the way the caller did.
+        next.validate().map_err(|e| match e {
+            SamplingError::InvalidSetting {
+                value, expected, ..
+            } => SamplingError::InvalidSetting {
+                setting,
+                value,
+                expected,
+            },
+            other => other,
+        })?;
         *self = next;
         Ok(())
+    }
+
+    /// These settings over `self`, each given by name as in [`set`](Self::set); a `None`
+    /// keeps the setting as it is (a request that leaves a field out keeps the server's
+    /// default).
+    ///
+    /// ```
+    /// use constrain_sampling::SamplerConfig;
+    /// let config = SamplerConfig::greedy()
+    ///     .with_settings([("top_k", Some(40.0)), ("temperature", None)])?;
+    /// assert_eq!((config.temperature, config.top_k), (0.0, 40));
+    /// # Ok::<(), constrain_sampling::SamplingError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first refused setting, as [`set`](Self::set) reports it.
+    pub fn with_settings<'a>(
+        &self,
+        settings: impl IntoIterator<Item = (&'a str, Option<f64>)>,
+    ) -> Result<SamplerConfig, SamplingError> {
+        let mut config = self.clone();
+        for (name, value) in settings {
+            if let Some(value) = value {
+                config.set(name, value)?;
+            }
+        }
+        Ok(config)
     }
 
     /// Checks every setting against its range.
@@ -200,6 +255,99 @@ impl SamplerConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// Written with the names of [`SamplerConfig::NAMES`], so what is written reads back; a
+/// banned token's bias (`-inf`, which JSON has no number for) is written as `"-inf"`.
+impl Serialize for SamplerConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("SamplerConfig", 10)?;
+        out.serialize_field("temperature", &self.temperature)?;
+        out.serialize_field("top_k", &self.top_k)?;
+        out.serialize_field("top_p", &self.top_p)?;
+        out.serialize_field("min_p", &self.min_p)?;
+        out.serialize_field("typical_p", &self.typical_p)?;
+        out.serialize_field("repeat_penalty", &self.repetition_penalty)?;
+        out.serialize_field("frequency_penalty", &self.frequency_penalty)?;
+        out.serialize_field("presence_penalty", &self.presence_penalty)?;
+        out.serialize_field("penalty_window", &self.penalty_window)?;
+        let bias: Vec<(u32, Bias)> = self
+            .logit_bias
+            .iter()
+            .map(|&(token, bias)| (token, Bias(bias)))
+            .collect();
+        out.serialize_field("logit_bias", &bias)?;
+        out.end()
+    }
+}
+
+/// Read setting by setting through [`SamplerConfig::set`] over the defaults, so a settings
+/// file is refused with the same messages as a flag or a request field; unknown names are
+/// refused too.
+impl<'de> Deserialize<'de> for SamplerConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ConfigVisitor)
+    }
+}
+
+struct ConfigVisitor;
+
+impl<'de> Visitor<'de> for ConfigVisitor {
+    type Value = SamplerConfig;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map of sampling settings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SamplerConfig, A::Error> {
+        let mut config = SamplerConfig::default();
+        while let Some(name) = map.next_key::<String>()? {
+            match name.as_str() {
+                "penalty_window" => config.penalty_window = map.next_value()?,
+                "logit_bias" => {
+                    let bias: Vec<(u32, Bias)> = map.next_value()?;
+                    config.logit_bias = bias.into_iter().map(|(t, b)| (t, b.0)).collect();
+                }
+                _ => {
+                    let value: f64 = map.next_value()?;
+                    config.set(&name, value).map_err(de::Error::custom)?;
+                }
+            }
+        }
+        config.validate().map_err(de::Error::custom)?;
+        Ok(config)
+    }
+}
+
+/// A logit bias as JSON holds it: a number, or `"-inf"` for a banned token.
+struct Bias(f32);
+
+impl Serialize for Bias {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0 == f32::NEG_INFINITY {
+            serializer.serialize_str("-inf")
+        } else {
+            serializer.serialize_f32(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Bias {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(f32),
+            Text(String),
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Number(bias) => Ok(Bias(bias)),
+            Written::Text(text) if text == "-inf" => Ok(Bias(f32::NEG_INFINITY)),
+            Written::Text(text) => Err(de::Error::custom(format!(
+                "invalid logit bias {text:?}: expected a number or \"-inf\""
+            ))),
+        }
     }
 }
 
@@ -256,12 +404,7 @@ mod tests {
             let before = config.clone();
             match config.set(name, value) {
                 Err(SamplingError::InvalidSetting { setting, .. }) => {
-                    let expected = if name == "repeat_penalty" {
-                        "repetition_penalty"
-                    } else {
-                        name
-                    };
-                    assert_eq!(setting, expected, "{name} = {value}");
+                    assert_eq!(setting, name, "the error names the setting as it was given");
                 }
                 other => panic!("{name} = {value}: {other:?}"),
             }
@@ -271,6 +414,55 @@ mod tests {
             );
         }
         assert!(config.set("top_q", 0.5).is_err());
+    }
+
+    #[test]
+    fn settings_read_from_json_go_through_set() {
+        let config: SamplerConfig = serde_json::from_str(
+            r#"{"temperature": 0.5, "top_k": 40, "repetition_penalty": 1.1,
+                "penalty_window": {"last_n": null, "include_prompt": false},
+                "logit_bias": [[3, -1.5], [7, "-inf"]]}"#,
+        )
+        .unwrap();
+        assert_eq!(config.temperature, 0.5);
+        assert_eq!(config.top_k, 40);
+        assert_eq!(config.repetition_penalty, 1.1);
+        assert_eq!(config.penalty_window.last_n, None);
+        assert_eq!(config.logit_bias, [(3, -1.5), (7, f32::NEG_INFINITY)]);
+        let written = serde_json::to_string(&config).unwrap();
+        let read: SamplerConfig = serde_json::from_str(&written).unwrap();
+        assert_eq!(read, config, "{written}");
+
+        // The same message as the setting given by name.
+        let from_json = serde_json::from_str::<SamplerConfig>(r#"{"top_p": 1.5}"#)
+            .unwrap_err()
+            .to_string();
+        let by_name = SamplerConfig::default()
+            .set("top_p", 1.5)
+            .unwrap_err()
+            .to_string();
+        assert!(from_json.starts_with(&by_name), "{from_json} / {by_name}");
+        for bad in [
+            r#"{"top_q": 0.5}"#,
+            r#"{"top_k": 1.5}"#,
+            r#"{"logit_bias": [[1, "+inf"]]}"#,
+            r#"{"penalty_window": {"last": 3}}"#,
+        ] {
+            assert!(serde_json::from_str::<SamplerConfig>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn with_settings_keeps_what_is_not_given() {
+        let base = SamplerConfig {
+            top_p: 0.9,
+            ..SamplerConfig::greedy()
+        };
+        let config = base
+            .with_settings([("temperature", Some(0.8)), ("top_p", None)])
+            .unwrap();
+        assert_eq!((config.temperature, config.top_p), (0.8, 0.9));
+        assert!(base.with_settings([("min_p", Some(-1.0))]).is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use constrain::WarningKind;
-use constrain_sampling::{PenaltyWindow, SamplerConfig};
+use constrain_sampling::{PenaltyWindow, SamplerConfig, SamplingError};
 use serde_json::{json, Value};
 
 use crate::api::{
@@ -462,14 +462,65 @@ async fn compile(
 /// the step evaluates and copies.
 pub const MAX_LOOKUP: usize = 16;
 
-fn check_range(param: &str, value: Option<f32>, lo: f32, hi: f32) -> Result<(), ApiError> {
-    match value {
-        Some(v) if !(v.is_finite() && (lo..=hi).contains(&v)) => Err(ApiError::invalid_param(
-            param,
-            format!("{param} must be between {lo} and {hi}, not {v}"),
-        )),
-        _ => Ok(()),
+/// The ranges OpenAI's API documents for its sampling fields, narrower than the funnel's own
+/// (which [`SamplerConfig::set`] checks); a value outside gets the funnel's kind of message.
+const API_RANGES: [(&str, f64, f64); 7] = [
+    ("temperature", 0.0, 2.0),
+    ("top_p", 0.0, 1.0),
+    ("min_p", 0.0, 1.0),
+    ("typical_p", 0.0, 1.0),
+    ("presence_penalty", -2.0, 2.0),
+    ("frequency_penalty", -2.0, 2.0),
+    ("repeat_penalty", 0.01, 10.0),
+];
+
+/// An out-of-range sampling setting as a 400 naming the field.
+fn setting_error(e: SamplingError) -> ApiError {
+    let param = match &e {
+        SamplingError::InvalidSetting { setting, .. } => *setting,
+        _ => "sampling",
+    };
+    ApiError::invalid_param(param, e.to_string())
+}
+
+/// The request's sampling fields over the server's defaults, checked against OpenAI's ranges
+/// and then by [`SamplerConfig::set`].
+fn sampler_config(state: &AppState, f: &SamplingFields) -> Result<SamplerConfig, ApiError> {
+    let float = |value: Option<f32>| value.map(f64::from);
+    let fields = [
+        ("temperature", float(f.temperature)),
+        ("top_k", f.top_k.map(|k| k as f64)),
+        ("top_p", float(f.top_p)),
+        ("min_p", float(f.min_p)),
+        ("typical_p", float(f.typical_p)),
+        ("repeat_penalty", float(f.repeat_penalty)),
+        ("frequency_penalty", float(f.frequency_penalty)),
+        ("presence_penalty", float(f.presence_penalty)),
+    ];
+    for (name, value) in fields {
+        let range = API_RANGES.iter().find(|(known, ..)| *known == name);
+        if let (Some(&(_, lo, hi)), Some(value)) = (range, value) {
+            if !(lo..=hi).contains(&value) {
+                return Err(setting_error(SamplingError::InvalidSetting {
+                    setting: name,
+                    value: value.to_string(),
+                    expected: "a number in the OpenAI API's range for it (temperature [0, 2], \
+                               penalties [-2, 2], repeat_penalty [0.01, 10], others [0, 1])",
+                }));
+            }
+        }
     }
+    let mut sampling = state
+        .options
+        .sampling
+        .with_settings(fields)
+        .map_err(setting_error)?;
+    // OpenAI's penalties look at the generated tokens only.
+    sampling.penalty_window = PenaltyWindow {
+        last_n: None,
+        include_prompt: false,
+    };
+    Ok(sampling)
 }
 
 /// Sampling settings, seed, stop strings and limits from the shared fields.
@@ -479,13 +530,7 @@ fn gen_params(
     max_tokens: Option<u64>,
     logprobs: Option<usize>,
 ) -> Result<(GenParams, usize), ApiError> {
-    check_range("temperature", f.temperature, 0.0, 2.0)?;
-    check_range("top_p", f.top_p, 0.0, 1.0)?;
-    check_range("min_p", f.min_p, 0.0, 1.0)?;
-    check_range("typical_p", f.typical_p, 0.0, 1.0)?;
-    check_range("presence_penalty", f.presence_penalty, -2.0, 2.0)?;
-    check_range("frequency_penalty", f.frequency_penalty, -2.0, 2.0)?;
-    check_range("repeat_penalty", f.repeat_penalty, 0.01, 10.0)?;
+    let mut sampling = sampler_config(state, f)?;
     let n = f.n.unwrap_or(1) as usize;
     if n == 0 || n > state.options.max_n {
         return Err(ApiError::invalid_param(
@@ -508,7 +553,12 @@ fn gen_params(
                     ),
                 )
             })?;
-        check_range("logit_bias", Some(bias), -100.0, 100.0)?;
+        if !(-100.0..=100.0).contains(&bias) {
+            return Err(ApiError::invalid_param(
+                "logit_bias",
+                format!("logit_bias must be between -100 and 100, not {bias}"),
+            ));
+        }
         // -100 bans the token, as OpenAI's documentation says it effectively does.
         logit_bias.push((
             id,
@@ -533,26 +583,8 @@ fn gen_params(
     if stop.len() > 4 {
         return Err(ApiError::invalid_param("stop", "at most 4 stop strings"));
     }
-    let d = &state.options.sampling;
-    let sampling = SamplerConfig {
-        temperature: f.temperature.unwrap_or(d.temperature),
-        top_k: f.top_k.unwrap_or(d.top_k),
-        top_p: f.top_p.unwrap_or(d.top_p),
-        min_p: f.min_p.unwrap_or(d.min_p),
-        typical_p: f.typical_p.unwrap_or(d.typical_p),
-        repetition_penalty: f.repeat_penalty.unwrap_or(d.repetition_penalty),
-        frequency_penalty: f.frequency_penalty.unwrap_or(d.frequency_penalty),
-        presence_penalty: f.presence_penalty.unwrap_or(d.presence_penalty),
-        // OpenAI's penalties look at the generated tokens only.
-        penalty_window: PenaltyWindow {
-            last_n: None,
-            include_prompt: false,
-        },
-        logit_bias,
-    };
-    sampling
-        .validate()
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    sampling.logit_bias = logit_bias;
+    sampling.validate().map_err(setting_error)?;
     let max_tokens = match max_tokens {
         Some(0) => {
             return Err(ApiError::invalid_param(

@@ -164,23 +164,27 @@ fn sampler_config(args: &Args, names: &TokenNames) -> anyhow::Result<SamplerConf
         n if n >= 0 => Some(n as usize),
         n => anyhow::bail!("--repeat-last-n {n}: expected -1 (the whole history) or a count >= 0"),
     };
-    Ok(SamplerConfig {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        min_p: args.min_p,
-        typical_p: args.typical_p,
-        repetition_penalty: args.repeat_penalty,
-        frequency_penalty: args.frequency_penalty,
-        presence_penalty: args.presence_penalty,
-        penalty_window: PenaltyWindow {
-            last_n,
-            include_prompt: !args.no_penalize_prompt,
-        },
-        logit_bias: names
-            .resolve_bias(&args.logit_bias)
-            .context("--logit-bias")?,
-    })
+    let flags = [
+        ("temperature", f64::from(args.temperature)),
+        ("top_k", args.top_k as f64),
+        ("top_p", f64::from(args.top_p)),
+        ("min_p", f64::from(args.min_p)),
+        ("typical_p", f64::from(args.typical_p)),
+        ("repeat_penalty", f64::from(args.repeat_penalty)),
+        ("frequency_penalty", f64::from(args.frequency_penalty)),
+        ("presence_penalty", f64::from(args.presence_penalty)),
+    ];
+    let mut config = SamplerConfig::default()
+        .with_settings(flags.map(|(name, value)| (name, Some(value))))
+        .context("the sampling flags")?;
+    config.penalty_window = PenaltyWindow {
+        last_n,
+        include_prompt: !args.no_penalize_prompt,
+    };
+    config.logit_bias = names
+        .resolve_bias(&args.logit_bias)
+        .context("--logit-bias")?;
+    Ok(config)
 }
 
 fn history(args: &Args, names: &TokenNames) -> anyhow::Result<History> {

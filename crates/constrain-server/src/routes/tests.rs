@@ -543,6 +543,12 @@ async fn bad_requests_are_400s_that_name_the_field() {
             "temperature",
             "invalid_value",
         ),
+        (chat(json!({"min_p": -0.5})), "min_p", "invalid_value"),
+        (
+            chat(json!({"repeat_penalty": 0})),
+            "repeat_penalty",
+            "invalid_value",
+        ),
         (chat(json!({"model": "gpt-9"})), "model", "model_not_found"),
         (chat(json!({"n": 99})), "n", "invalid_value"),
         (

@@ -20,9 +20,7 @@ const EXIT_INCOMPLETE: u8 = 1;
 
 pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Result<ExitCode> {
     // Settings out of range fail before the model is loaded, as a bad constraint does.
-    sampler_config(&args)
-        .validate()
-        .context("the sampling flags")?;
+    let sampling = sampler_config(&args)?;
     let prompt = read_prompt(args.prompt.as_deref())?;
     let model_path = model_path(args.model.as_deref())?;
     let options = LoadOptions {
@@ -67,7 +65,6 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         ..SessionOptions::default()
     };
     let mut session = Session::new(&model, &session_options)?;
-    let sampling = sampler_config(&args);
     let seed = args.seed.unwrap_or_else(random_seed);
     if args.verbose {
         eprintln!("prompt {} tokens, seed {seed}", prompt_tokens.len());
@@ -247,20 +244,25 @@ fn model_path(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// The funnel's settings from the flags (checked by the funnel itself).
-fn sampler_config(args: &Args) -> SamplerConfig {
-    SamplerConfig {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        min_p: args.min_p,
-        typical_p: args.typical_p,
-        repetition_penalty: args.repeat_penalty,
-        frequency_penalty: args.frequency_penalty,
-        presence_penalty: args.presence_penalty,
-        logit_bias: args.logit_bias.clone(),
-        ..SamplerConfig::default()
-    }
+/// The funnel's settings from the flags, each checked by [`SamplerConfig::set`] (the same
+/// messages as a request field or a Python keyword).
+fn sampler_config(args: &Args) -> anyhow::Result<SamplerConfig> {
+    let flags = [
+        ("temperature", f64::from(args.temperature)),
+        ("top_k", args.top_k as f64),
+        ("top_p", f64::from(args.top_p)),
+        ("min_p", f64::from(args.min_p)),
+        ("typical_p", f64::from(args.typical_p)),
+        ("repeat_penalty", f64::from(args.repeat_penalty)),
+        ("frequency_penalty", f64::from(args.frequency_penalty)),
+        ("presence_penalty", f64::from(args.presence_penalty)),
+    ];
+    let mut config = SamplerConfig::default()
+        .with_settings(flags.map(|(name, value)| (name, Some(value))))
+        .context("the sampling flags")?;
+    config.logit_bias = args.logit_bias.clone();
+    config.validate().context("--logit-bias")?;
+    Ok(config)
 }
 
 /// A seed that differs from run to run (only used without `--seed`).
