@@ -459,6 +459,39 @@ def test_sampler_reads_torch_and_forced_tokens(toy_vocab):
     assert sampler.sample(logits) == token_id(toy_vocab, b"4")
 
 
+def test_sampler_trace_matches_the_logits_and_the_mask(toy_vocab):
+    compiled = constrain.compile_regex(r"ab[0-9]{2}", toy_vocab)
+    sampler = constrain.Sampler(compiled, temperature=0.7, seed=3, trace=True)
+    matcher = constrain.Matcher(compiled)
+    bitmask = constrain.allocate_token_bitmask(1, toy_vocab.width)
+    rng = np.random.default_rng(0)
+    expected_removed = []
+    for t in sampler.forced_tokens():
+        sampler.accept(t)
+        matcher.accept_token(t)
+    while not sampler.is_finished():
+        logits = rng.normal(size=toy_vocab.width).astype(np.float32) * 3
+        matcher.fill_next_token_bitmask(bitmask)
+        allowed = np.array([(bitmask[0, i // 32] >> (i % 32)) & 1 for i in range(toy_vocab.width)], dtype=bool)
+        p = np.exp(logits.astype(np.float64) - logits.max())
+        p /= p.sum()
+        expected_removed.append(p[~allowed].sum())
+        token = sampler.sample(logits)
+        sampler.accept(token)
+        matcher.accept_token(token)
+    trace = sampler.trace
+    assert [step["origin"] for step in trace] == ["forced", "forced", "sampled", "sampled"]
+    assert [step["text"] for step in trace[:2]] == ["a", "b"]
+    assert trace[0]["removed_mass"] is None and trace[0]["before_mask"] == []
+    for step, removed in zip(trace[2:], expected_removed):
+        assert step["removed_mass"] == pytest.approx(removed, abs=1e-6)
+        assert step["allowed"] == 10
+        assert all(c["text"].isdigit() for c in step["after_mask"])
+        assert len(step["before_mask"]) == 5
+        assert step["token"] in [c["token"] for c in step["after_funnel"]]
+    assert constrain.Sampler(compiled).trace == []
+
+
 def test_numbers_are_integer_literals_by_default(toy_vocab):
     schema = {"type": "integer"}
 

@@ -378,3 +378,88 @@ fn limits_are_checked_by_name_and_applied_before_loading_the_model() {
     assert_clean_error(&run, &["schema.json", "source text (bytes)", "16"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn the_trace_has_a_line_per_token_and_a_table_on_stderr() {
+    if !model_available("the_trace_has_a_line_per_token_and_a_table_on_stderr") {
+        return;
+    }
+    let dir = scratch_dir("trace");
+    let schema = dir.join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+            "age": {"type": "integer"}}, "required": ["name", "age"], "additionalProperties": false}"#,
+    )
+    .unwrap();
+    let file = dir.join("trace.jsonl");
+    let trace_args = ["--trace", file.to_str().unwrap()];
+    let args = generation_args(
+        &["--schema", schema.to_str().unwrap()],
+        "A person as JSON:",
+        "40",
+        &[&["--temperature", "0"][..], &trace_args[..]].concat(),
+    );
+    let run = constrain(&args, None);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let stats = run.stats();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let count = |key: &str| stats[key].as_u64().unwrap_or(0) as usize;
+    let tokens = count("sampled_tokens") + count("forced_tokens");
+    assert_eq!(lines.len(), tokens, "a line per generated token");
+    let mut text = String::new();
+    let (mut forced, mut drawn, mut budget) = (0, 0, 0);
+    for line in &lines {
+        text.push_str(line["text"].as_str().unwrap());
+        match line["origin"].as_str().unwrap() {
+            "forced" => {
+                forced += 1;
+                assert!(line["removed_mass"].is_null());
+            }
+            origin @ ("sampled" | "budget") => {
+                drawn += 1;
+                budget += usize::from(origin == "budget");
+                let removed = line["removed_mass"].as_f64().unwrap();
+                assert!((0.0..=1.0).contains(&removed), "{line}");
+                assert!(line["allowed"].as_u64().unwrap() >= 1);
+                assert!(!line["before_mask"].as_array().unwrap().is_empty());
+                assert!(!line["after_funnel"].as_array().unwrap().is_empty());
+            }
+            other => panic!("origin {other}"),
+        }
+    }
+    assert!(forced > 0 && drawn > 0, "{forced} forced, {drawn} drawn");
+    // The end token writes no text; the rest is the output.
+    assert!(
+        text.starts_with(&run.text()),
+        "{text:?} vs {:?}",
+        run.text()
+    );
+    assert_eq!(count("forced_tokens"), forced);
+    assert_eq!(count("budget_constrained_tokens"), budget);
+
+    let table_args = ["--trace", "-"];
+    let args = generation_args(
+        &["--schema", schema.to_str().unwrap()],
+        "A person as JSON:",
+        "40",
+        &[&["--temperature", "0"][..], &table_args[..]].concat(),
+    );
+    let run = constrain(&args, None);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("origin") && run.stderr.contains("forced"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("mass removed by the mask"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -171,6 +171,12 @@ impl Matcher {
         self.narrowed.0
     }
 
+    /// Whether the budget narrowed the mask filled at the current step (the next token, if
+    /// drawn from that mask, is budget-constrained).
+    pub fn budget_narrowed_now(&self) -> bool {
+        self.narrowed.1 == Some(self.steps())
+    }
+
     /// The shortest completion of the output so far: the fewest bytes that make it a
     /// complete sentence, and their longest-match tokens (a sound bound on the fewest
     /// tokens). `None` when the output has ended or nothing completes it.

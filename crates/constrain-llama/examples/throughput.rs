@@ -253,6 +253,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fast_forward,
                 logprobs: None,
                 lookup: None,
+                trace: None,
             };
             let free = session.generate(request(None, true), &mut sink)?;
             totals[0].add(&free, is_valid(&free));

@@ -142,6 +142,7 @@ impl Session<'_> {
             tokens,
             stats,
             logprobs: Vec::new(),
+            trace: Vec::new(),
         })
     }
 }

@@ -38,6 +38,7 @@ fn run(
                 fast_forward,
                 logprobs: None,
                 lookup: None,
+                trace: None,
             },
             &mut |bytes: &[u8]| {
                 streamed.extend_from_slice(bytes);
@@ -172,6 +173,7 @@ fn a_prompt_longer_than_the_context_is_an_error() {
         fast_forward: true,
         logprobs: None,
         lookup: None,
+        trace: None,
     };
     let err = session
         .generate(request, &mut |_: &[u8]| Ok(()))

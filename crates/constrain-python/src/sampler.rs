@@ -1,7 +1,7 @@
 //! `Sampler`: the Rust crate's constrained sampler (mask, then the sampling funnel) over one
 //! sequence's logits, so a Python caller gets the same seeded, exact draws as the CLI.
 
-use constrain::{ConstrainedSampler, SamplerConfig};
+use constrain::{ConstrainedSampler, SamplerConfig, StepTrace};
 use numpy::PyUntypedArrayMethods;
 use numpy::{PyReadonlyArray1, PyReadonlyArrayDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -17,7 +17,12 @@ use crate::errors::{constrain_error, sampling_error};
 #[pyclass(module = "constrain", name = "Sampler")]
 pub struct PySampler {
     inner: ConstrainedSampler,
+    /// With ``trace=True``: the traces of the tokens accepted so far.
+    trace: Vec<StepTrace>,
 }
+
+/// Candidates a traced step lists per distribution.
+const TRACE_CANDIDATES: usize = 5;
 
 #[pymethods]
 impl PySampler {
@@ -27,7 +32,7 @@ impl PySampler {
     #[pyo3(signature = (
         compiled, *, temperature = 1.0, top_k = 0, top_p = 1.0, min_p = 0.0, typical_p = 1.0,
         repeat_penalty = 1.0, frequency_penalty = 0.0, presence_penalty = 0.0, seed = 0,
-        prompt = Vec::new()
+        prompt = Vec::new(), trace = false
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -43,6 +48,7 @@ impl PySampler {
         presence_penalty: f32,
         seed: u64,
         prompt: Vec<u32>,
+        trace: bool,
     ) -> PyResult<PySampler> {
         let keywords = [
             ("temperature", f64::from(temperature)),
@@ -57,10 +63,14 @@ impl PySampler {
         let config = SamplerConfig::default()
             .with_settings(keywords.map(|(name, value)| (name, Some(value))))
             .map_err(|e| sampling_error(&e))?;
-        let inner = ConstrainedSampler::new(compiled.inner.clone(), config, seed)
+        let mut inner = ConstrainedSampler::new(compiled.inner.clone(), config, seed)
             .map_err(|e| constrain_error(py, &e))?
             .with_prompt(&prompt);
-        Ok(PySampler { inner })
+        inner.set_trace(trace.then_some(TRACE_CANDIDATES));
+        Ok(PySampler {
+            inner,
+            trace: Vec::new(),
+        })
     }
 
     /// Draws the next token from one step's ``logits`` (a 1-D ``float32`` NumPy array or CPU
@@ -105,6 +115,19 @@ impl PySampler {
         self.inner
             .forced_tokens()
             .map_err(|e| constrain_error(py, &e))
+    }
+
+    /// With ``trace=True``, what each accepted token's step did, one dict per token:
+    /// ``token``, ``text``, ``origin`` (``"sampled"``, ``"forced"`` for a token accepted
+    /// without ``sample``, or ``"budget"``), ``allowed`` (tokens the mask allowed),
+    /// ``removed_mass`` (the softmax mass of the refused tokens under the raw logits), the top
+    /// candidates ``before_mask``, ``after_mask`` and ``after_funnel`` (``token``, ``text``,
+    /// ``prob``), and ``budget_left``. Empty without ``trace=True``.
+    #[getter]
+    fn trace<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.trace.extend(self.inner.take_trace());
+        pythonize::pythonize(py, &self.trace)
+            .map_err(|e| PyValueError::new_err(format!("the trace: {e}")))
     }
 
     /// Whether the output so far is complete (an end token is allowed).

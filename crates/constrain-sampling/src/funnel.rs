@@ -254,6 +254,11 @@ impl Funnel {
         })
     }
 
+    /// The distribution the last draw or verification came from (empty before the first).
+    pub fn last_distribution(&self) -> &Distribution {
+        &self.candidates
+    }
+
     /// Runs the funnel on logits it must not change (see [`sample_from`](Self::sample_from)).
     fn run_from(
         &mut self,

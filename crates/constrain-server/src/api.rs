@@ -141,6 +141,11 @@ pub struct SamplingFields {
     /// (0 = off); the output is distributed as without it.
     #[serde(default)]
     pub lookup: Option<u64>,
+    /// Extension: trace every token (its origin, the tokens the mask allowed, the probability
+    /// mass it removed, the candidates before and after the mask and the funnel), returned
+    /// beside each choice as `trace` (in stream chunks, with the tokens they carry).
+    #[serde(default)]
+    pub trace: Option<bool>,
     /// Extension: a GBNF grammar (start rule `root`) the output follows.
     #[serde(default)]
     pub grammar: Option<String>,

@@ -16,8 +16,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use constrain::{
-    CompiledGrammar, Emitted, Matcher, Step, StepConstraint, StepOptions, Stop, TokenLogprobs,
-    Trigger, TriggeredMatcher,
+    CompiledGrammar, Emitted, Matcher, Step, StepConstraint, StepOptions, StepTrace, Stop,
+    TokenLogprobs, Trigger, TriggeredMatcher,
 };
 use constrain_sampling::SamplerConfig;
 use constrain_vocab::{TokenKind, Vocabulary};
@@ -64,6 +64,8 @@ pub struct GenParams {
     /// Speculative decoding by prompt lookup: drafts of up to this many tokens, verified in
     /// the sequence's next decode (0: off).
     pub lookup: usize,
+    /// Trace every token with this many candidates per distribution (`None`: off).
+    pub trace: Option<usize>,
 }
 
 /// A compiled constraint as a sequence follows it.
@@ -87,6 +89,8 @@ pub enum Event {
         text: String,
         /// Log-probabilities of the tokens since the last delta.
         logprobs: Vec<TokenLogprob>,
+        /// With [`GenParams::trace`], what each step since the last delta did.
+        trace: Vec<StepTrace>,
     },
     /// Sequence `index` is complete.
     Done(Done),
@@ -171,6 +175,9 @@ struct Text {
     /// Bytes of `output` already sent.
     sent: usize,
     logprobs: Vec<TokenLogprob>,
+    trace: Vec<StepTrace>,
+    /// Removed mass of the traced drawn tokens, until the metrics take it.
+    removed_mass: Vec<f64>,
 }
 
 impl Text {
@@ -180,6 +187,10 @@ impl Text {
     fn emit(&mut self, emitted: Emitted) -> bool {
         if let Some(scored) = emitted.logprobs {
             self.logprobs.push(spelled(scored, &self.vocabulary));
+        }
+        if let Some(trace) = emitted.trace {
+            self.removed_mass.extend(trace.removed_mass);
+            self.trace.push(*trace);
         }
         if emitted.end {
             return true;
@@ -223,6 +234,7 @@ impl Sequence {
             lookup: job.params.lookup,
             adaptive_drafts: true,
             logprobs: job.params.logprobs,
+            trace: job.params.trace,
         };
         let step = Step::new(
             constraint,
@@ -251,6 +263,8 @@ impl Sequence {
                 output: Vec::new(),
                 sent: 0,
                 logprobs: Vec::new(),
+                trace: Vec::new(),
+                removed_mass: Vec::new(),
             },
             stats: SequenceStats::default(),
         })
@@ -333,6 +347,7 @@ impl Sequence {
         self.stats.forced = counts.forced;
         self.stats.drafted = counts.drafted;
         self.stats.accepted_drafts = counts.accepted_drafts;
+        self.stats.removed_mass.append(&mut self.text.removed_mass);
     }
 
     /// The text that is safe to send: whole characters, minus what may become a stop string.
@@ -357,13 +372,15 @@ impl Sequence {
         };
         text.sent = end;
         let logprobs = std::mem::take(&mut text.logprobs);
-        if delta.is_empty() && logprobs.is_empty() {
+        let trace = std::mem::take(&mut text.trace);
+        if delta.is_empty() && logprobs.is_empty() && trace.is_empty() {
             return None;
         }
         Some(Event::Delta {
             index: self.index,
             text: delta,
             logprobs,
+            trace,
         })
     }
 
@@ -386,10 +403,12 @@ impl Sequence {
             String::from_utf8_lossy(&text.output[text.sent.min(text.output.len())..]).into_owned();
         text.sent = text.output.len();
         let logprobs = std::mem::take(&mut text.logprobs);
-        (!rest.is_empty() || !logprobs.is_empty()).then_some(Event::Delta {
+        let trace = std::mem::take(&mut text.trace);
+        (!rest.is_empty() || !logprobs.is_empty() || !trace.is_empty()).then_some(Event::Delta {
             index: self.index,
             text: rest,
             logprobs,
+            trace,
         })
     }
 }

@@ -74,6 +74,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(routes::health).fallback(routes::wrong_method),
         )
         .route(
+            "/inspect",
+            get(routes::inspect).fallback(routes::wrong_method),
+        )
+        .route(
             "/metrics",
             get(routes::metrics).fallback(routes::wrong_method),
         )

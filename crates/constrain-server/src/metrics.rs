@@ -65,6 +65,8 @@ const COMPILE_BOUNDS: &[f64] = &[0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0];
 const MASK_BOUNDS: &[f64] = &[1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1];
 /// Bounds of the evaluation-time histogram (one step's decode), in seconds.
 const EVAL_BOUNDS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
+/// Bounds of the removed-mass histogram (a fraction of the model's probability).
+const REMOVED_MASS_BOUNDS: &[f64] = &[0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99];
 
 /// Counters of one sequence, for the metrics.
 #[derive(Clone, Debug, Default)]
@@ -80,6 +82,8 @@ pub struct SequenceStats {
     pub drafted: usize,
     /// Drafted tokens the verification kept.
     pub accepted_drafts: usize,
+    /// Of each traced drawn token, the probability mass the mask removed.
+    pub removed_mass: Vec<f64>,
 }
 
 /// Everything `/metrics` reports.
@@ -114,6 +118,8 @@ pub struct Metrics {
     mask_times: Histogram,
     /// Each step's decode.
     eval_times: Histogram,
+    /// The probability mass the mask removed, per traced drawn token.
+    removed_mass: Histogram,
 }
 
 impl Default for Metrics {
@@ -138,6 +144,7 @@ impl Default for Metrics {
             compile_times: Histogram::new(COMPILE_BOUNDS),
             mask_times: Histogram::new(MASK_BOUNDS),
             eval_times: Histogram::new(EVAL_BOUNDS),
+            removed_mass: Histogram::new(REMOVED_MASS_BOUNDS),
         }
     }
 }
@@ -172,6 +179,9 @@ impl Metrics {
             .fetch_add(stats.drafted as u64, Ordering::Relaxed);
         self.accepted_drafts
             .fetch_add(stats.accepted_drafts as u64, Ordering::Relaxed);
+        for &mass in &stats.removed_mass {
+            self.removed_mass.observe(mass);
+        }
     }
 
     /// Adds one sequence's mask of one step.
@@ -318,6 +328,13 @@ impl Metrics {
             "counter",
             "Sequences (choices) generated to the end.",
             one(get(&self.sequences).to_string()),
+        );
+        metric(
+            "constrain_mask_removed_mass",
+            "histogram",
+            "Of each traced drawn token (requests with `trace`), the share of the model's \
+             probability the mask took away.",
+            self.removed_mass.lines(),
         );
         metric(
             "constrain_mask_duration_seconds",

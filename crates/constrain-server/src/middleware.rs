@@ -15,7 +15,8 @@ use crate::error::ApiError;
 use crate::request_log;
 use crate::state::AppState;
 
-/// Refuses requests without the API key (every route but `/health`), and counts answers.
+/// Refuses requests without the API key (every route but `/health` and `/inspect`), and counts
+/// answers.
 /// Also writes the log line of an error answered before the request reached the model.
 pub async fn guard(
     State(state): State<Arc<AppState>>,
@@ -29,7 +30,10 @@ pub async fn guard(
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let queued = Queued::default();
     request.extensions_mut().insert(queued.clone());
-    let response = if route != "/health" && !authorized(&state, request.headers()) {
+    // The health check and the inspector's page (static; the page's own requests carry the
+    // key) need none.
+    let open = route == "/health" || route == "/inspect";
+    let response = if !open && !authorized(&state, request.headers()) {
         ApiError::unauthorized().into_response()
     } else if declared_length(request.headers()) > Some(state.options.max_body_bytes) {
         // Refused by its declared length, before a byte of it is read: a client waiting on

@@ -60,6 +60,7 @@ pub fn document() -> Value {
                         "typical_p": {"type": "number", "minimum": 0, "maximum": 1, "description": "Extension."},
                         "repeat_penalty": {"type": "number", "description": "Extension: CTRL's repetition penalty (1 = off)."},
                         "lookup": {"type": "integer", "minimum": 0, "maximum": 16, "description": "Extension: speculative decoding by prompt lookup, drafts of up to this many tokens (0 = off)."},
+                        "trace": {"type": "boolean", "description": "Extension: each choice (each stream chunk, for the tokens it carries) gets `trace`, one step per token: origin (sampled, forced, budget), tokens allowed, the probability mass the mask removed, the top candidates before and after the mask and the funnel."},
                         "grammar": {"type": "string", "description": "Extension: a GBNF grammar (start rule root)."},
                         "regex": {"type": "string", "description": "Extension: a regular expression the output matches in full."},
                         "json_schema": {"type": "object", "description": "Extension: a JSON Schema the output is valid against."}
@@ -191,8 +192,13 @@ pub fn document() -> Value {
                 "security": [],
                 "responses": {"200": {"description": "{\"status\": \"ok\", ...}", "content": {"application/json": {}}}}
             }},
+            "/inspect": {"get": {
+                "summary": "The inspector: a page that runs traced generations and opens `constrain --trace` files; needs no API key (its requests carry it).",
+                "security": [],
+                "responses": {"200": {"description": "One self-contained HTML page.", "content": {"text/html": {}}}}
+            }},
             "/metrics": {"get": {
-                "summary": "Prometheus text: requests, tokens, queue, active, mask, eval and compile time, cache.",
+                "summary": "Prometheus text: requests, tokens, queue, active, mask, eval and compile time, cache, mass removed by traced masks.",
                 "responses": with_errors(json!({"description": "Prometheus exposition format.", "content": {"text/plain": {}}}))
             }},
             "/openapi.json": {"get": {

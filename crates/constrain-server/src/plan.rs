@@ -458,6 +458,9 @@ async fn compile(
     Ok((compiled, hit))
 }
 
+/// Candidates a traced token lists per distribution (before and after the mask and the funnel).
+const TRACE_CANDIDATES: usize = 5;
+
 /// Longest prompt-lookup draft a request may ask for: each drafted token is a row of logits
 /// the step evaluates and copies.
 pub const MAX_LOOKUP: usize = 16;
@@ -608,6 +611,7 @@ fn gen_params(
             logprobs,
             fast_forward: logprobs.is_none(),
             lookup,
+            trace: (f.trace == Some(true)).then_some(TRACE_CANDIDATES),
         },
         n,
     ))

@@ -24,6 +24,7 @@ use crate::plan::{random_u64, Kind, Plan};
 use crate::request_log::{Admission, RequestLog};
 use crate::state::AppState;
 use crate::tools::{self, CallStreamer, StreamPiece};
+use constrain::StepTrace;
 
 /// Reported as `system_fingerprint`.
 pub const FINGERPRINT: &str = concat!("constrain-", env!("CARGO_PKG_VERSION"));
@@ -62,6 +63,8 @@ pub struct Reply {
     kind: Kind,
     prompt_tokens: usize,
     logprobs: bool,
+    /// Whether choices carry their tokens' trace.
+    trace: bool,
     /// Whether sequences draft by prompt lookup (then `usage` counts the drafts).
     lookup: bool,
     constraint_info: Value,
@@ -120,6 +123,7 @@ impl Reply {
             kind: plan.kind,
             prompt_tokens: plan.prompt.len(),
             logprobs: plan.params.logprobs.is_some(),
+            trace: plan.params.trace.is_some(),
             lookup: plan.params.lookup > 0,
             constraint_info: info,
             arrived,
@@ -184,6 +188,7 @@ impl Reply {
     async fn whole(self, mut rx: mpsc::UnboundedReceiver<Event>) -> Result<Response, ApiError> {
         let mut done: Vec<Option<Done>> = vec![None; self.n];
         let mut logprobs: Vec<Vec<TokenLogprob>> = vec![Vec::new(); self.n];
+        let mut traces: Vec<Vec<StepTrace>> = vec![Vec::new(); self.n];
         let mut first = true;
         while done.iter().any(Option::is_none) {
             match rx.recv().await {
@@ -191,6 +196,7 @@ impl Reply {
                     index,
                     logprobs: lp,
                     text,
+                    trace,
                 }) => {
                     if first && !text.is_empty() {
                         first = false;
@@ -198,6 +204,7 @@ impl Reply {
                         self.log.first_text();
                     }
                     logprobs[index].extend(lp);
+                    traces[index].extend(trace);
                 }
                 Some(Event::Done(d)) => {
                     let i = d.index;
@@ -222,7 +229,14 @@ impl Reply {
         let choices: Vec<Value> = done
             .iter()
             .zip(&logprobs)
-            .map(|(d, lp)| self.choice(d, lp))
+            .zip(&traces)
+            .map(|((d, lp), trace)| {
+                let mut choice = self.choice(d, lp);
+                if self.trace {
+                    choice["trace"] = json!(trace);
+                }
+                choice
+            })
             .collect();
         let mut body = self.envelope(false, Value::Array(choices));
         body["usage"] = self.usage(&counts);
@@ -305,20 +319,25 @@ impl Reply {
                         index,
                         text,
                         logprobs,
+                        trace,
                     }) => {
                         if first && !text.is_empty() {
                             first = false;
                             self.state.metrics.add_ttft(self.arrived.elapsed());
                             self.log.first_text();
                         }
-                        self.delta_chunks(
+                        let mut chunks = self.delta_chunks(
                             index,
                             &text,
                             &logprobs,
                             tools_active,
                             &mut streamers[index],
                             &mut call_ids[index],
-                        )
+                        );
+                        if self.trace && !trace.is_empty() {
+                            self.attach_trace(&mut chunks, index, &trace);
+                        }
+                        chunks
                     }
                     Some(Event::Done(d)) => {
                         remaining -= 1;
@@ -427,6 +446,23 @@ impl Reply {
                     ));
                 }
                 chunks
+            }
+        }
+    }
+
+    /// Puts the trace of a delta's tokens on its first chunk, or on a chunk of its own when
+    /// the tokens brought no text to send yet.
+    fn attach_trace(&self, chunks: &mut Vec<Value>, index: usize, trace: &[StepTrace]) {
+        match chunks.first_mut() {
+            Some(chunk) => chunk["choices"][0]["trace"] = json!(trace),
+            None => {
+                let delta = match self.kind {
+                    Kind::Chat { .. } => json!({"index": index, "delta": {}, "logprobs": null,
+                        "finish_reason": null, "trace": trace}),
+                    Kind::Completion => json!({"index": index, "text": "", "logprobs": null,
+                        "finish_reason": null, "trace": trace}),
+                };
+                chunks.push(self.envelope(true, json!([delta])));
             }
         }
     }

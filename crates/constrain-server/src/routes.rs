@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::{Extension, Json};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -85,6 +85,12 @@ async fn run(
 /// `GET /health`.
 pub async fn health(State(state): Shared) -> Json<Value> {
     Json(reply::health(&state))
+}
+
+/// `GET /inspect`: the inspector, one self-contained page (script and styles inside; it
+/// calls `/v1/chat/completions` with `trace: true` and opens `--trace` files).
+pub async fn inspect() -> Html<&'static str> {
+    Html(include_str!("inspect.html"))
 }
 
 /// `GET /v1/models`.

@@ -76,6 +76,7 @@ pub mod resources;
 mod sampler;
 mod step;
 mod tool_calls;
+mod trace;
 mod triggered;
 
 pub use beam::{beam_search, Beam, BeamConfig, BeamModel, BeamOutput};
@@ -87,6 +88,7 @@ pub use lookup::{
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
 pub use step::{Emitted, Next, Step, StepConstraint, StepOptions, StepStats, Stop, Verified};
 pub use tool_calls::ToolCallFormat;
+pub use trace::{Candidate, Origin, StepTrace};
 pub use triggered::{Trigger, TriggeredMatcher};
 
 pub use constrain_engine::{

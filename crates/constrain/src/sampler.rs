@@ -7,6 +7,7 @@ use constrain_sampling::SamplerConfig;
 
 use crate::constraint::Error;
 use crate::step::{Next, Step, StepConstraint, StepOptions, Stop, Verified};
+use crate::trace::StepTrace;
 
 /// Samples tokens that keep the output in the grammar's language.
 ///
@@ -45,6 +46,8 @@ pub struct Generation {
     pub accepted: usize,
     /// Why generation stopped.
     pub stop: StopReason,
+    /// With [`ConstrainedSampler::set_trace`], what each step did (forced tokens included).
+    pub trace: Vec<StepTrace>,
 }
 
 impl ConstrainedSampler {
@@ -78,6 +81,19 @@ impl ConstrainedSampler {
     /// output is distributed exactly as without it, and identical when greedy. 0 turns it off.
     pub fn set_lookup(&mut self, max_draft: usize) {
         self.step.set_lookup(max_draft);
+    }
+
+    /// Traces every token from here on with `candidates` per distribution ([`StepTrace`]):
+    /// [`take_trace`](Self::take_trace) gives the tokens fed with [`accept`](Self::accept),
+    /// [`Generation::trace`] those of [`generate`](Self::generate). `None` turns it off.
+    pub fn set_trace(&mut self, candidates: Option<usize>) {
+        self.step.set_trace(candidates);
+    }
+
+    /// The traces of the tokens accepted since the last call: a sampled token's trace, or,
+    /// for a token fed without [`sample`](Self::sample) (a forced one), a trace that says so.
+    pub fn take_trace(&mut self) -> Vec<StepTrace> {
+        self.step.take_fed_trace()
     }
 
     /// Bounds the whole output to `max_tokens` tokens, which it then completes within (see
@@ -157,7 +173,11 @@ impl ConstrainedSampler {
         let unevaluated = self.step.history().tokens().to_vec();
         self.step
             .restart(max_tokens, complete_within, unevaluated)?;
-        let mut emit = |_| true;
+        let mut trace = Vec::new();
+        let mut emit = |e: crate::step::Emitted| {
+            trace.extend(e.trace.map(|t| *t));
+            true
+        };
         let stop = loop {
             match self.step.next(&mut emit)? {
                 Next::Done(stop) => break stop,
@@ -197,6 +217,7 @@ impl ConstrainedSampler {
                 StopReason::MaxTokens
             },
             tokens,
+            trace,
         })
     }
 }

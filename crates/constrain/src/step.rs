@@ -29,6 +29,7 @@ use constrain_vocab::{TokenKind, Vocabulary};
 
 use crate::constraint::Error;
 use crate::lookup::{grammar_prefix, prompt_lookup, DraftLength};
+use crate::trace::{DrawnStep, StepTrace};
 use crate::triggered::TriggeredMatcher;
 
 mod constraint;
@@ -60,6 +61,9 @@ pub struct StepOptions {
     /// `k` most likely alternatives ([`Emitted::logprobs`]), and sums the output's score under
     /// the constraint ([`StepStats::sequence_logprob`]).
     pub logprobs: Option<usize>,
+    /// Trace every appended token: `Some(k)` gives each [`Emitted::trace`], with the `k` most
+    /// likely candidates before and after the mask and the funnel (see [`StepTrace`]).
+    pub trace: Option<usize>,
 }
 
 impl Default for StepOptions {
@@ -73,6 +77,7 @@ impl Default for StepOptions {
             lookup: 0,
             adaptive_drafts: true,
             logprobs: None,
+            trace: None,
         }
     }
 }
@@ -123,6 +128,8 @@ pub struct Emitted {
     pub free_text: bool,
     /// Its score, with [`StepOptions::logprobs`] (drawn tokens only).
     pub logprobs: Option<TokenLogprobs>,
+    /// What the step did, with [`StepOptions::trace`].
+    pub trace: Option<Box<StepTrace>>,
 }
 
 /// Where a verification stands, after [`Step::sample_row`].
@@ -184,6 +191,10 @@ pub struct Step {
     generated: usize,
     stop: Option<Stop>,
     stats: StepStats,
+    /// The trace of the token [`Step::draw_unaccepted`] drew last, until it is fed.
+    drawn: Option<Box<StepTrace>>,
+    /// Traces of the tokens fed by the driver, until taken.
+    fed_trace: Vec<StepTrace>,
 }
 
 impl Step {
@@ -224,6 +235,8 @@ impl Step {
             generated: 0,
             stop: None,
             stats: StepStats::default(),
+            drawn: None,
+            fed_trace: Vec::new(),
         })
     }
 
@@ -325,9 +338,13 @@ impl Step {
                         continue;
                     }
                     for &token in &forced[..take] {
+                        let trace = self.options.trace.map(|_| {
+                            let left = self.constraint.tokens_left();
+                            Box::new(StepTrace::forced(&self.vocabulary, token, left))
+                        });
                         self.constraint.accept_token(token)?;
                         self.stats.forced += 1;
-                        if !self.push(token, true, None, emit) {
+                        if !self.push(token, true, None, trace, emit) {
                             break;
                         }
                     }
@@ -435,8 +452,12 @@ impl Step {
         emit: &mut dyn FnMut(Emitted) -> bool,
     ) -> Result<Verified, Error> {
         let drafted = self.draft.get(self.row).copied();
-        let (token, logprobs) = self.draw(logits, drafted)?;
-        let go_on = self.push(token, false, logprobs, emit);
+        let Drawn {
+            token,
+            logprobs,
+            trace,
+        } = self.draw(logits, drafted)?;
+        let go_on = self.push(token, false, logprobs, trace, emit);
         self.row += 1;
         if drafted == Some(token) {
             self.kept += 1;
@@ -467,13 +488,9 @@ impl Step {
     }
 
     /// One token from `logits` under the mask of the current state: `drafted` when the
-    /// verification keeps it, else a draw (the replacement of a rejected draft). The constraint
-    /// accepts it.
-    fn draw(
-        &mut self,
-        logits: &[f32],
-        drafted: Option<u32>,
-    ) -> Result<(u32, Option<TokenLogprobs>), Error> {
+    /// verification keeps it, else a draw (the replacement of a rejected draft), with its
+    /// score and trace when asked for. The constraint accepts it.
+    fn draw(&mut self, logits: &[f32], drafted: Option<u32>) -> Result<Drawn, Error> {
         let masked = match self.prefilled.take() {
             Some(masked) => masked,
             None => self.fill_mask()?,
@@ -503,9 +520,35 @@ impl Step {
             }
             None => None,
         };
+        let trace = self.drawn_trace(logits, mask, token);
         self.constraint.accept_token(token)?;
         self.stats.drawn += 1;
-        Ok((token, logprobs))
+        Ok(Drawn {
+            token,
+            logprobs,
+            trace,
+        })
+    }
+
+    /// With [`StepOptions::trace`], the trace of `token`, just drawn from `logits` under
+    /// `mask` (before the constraint accepts it).
+    fn drawn_trace(
+        &self,
+        logits: &[f32],
+        mask: Option<&[u32]>,
+        token: u32,
+    ) -> Option<Box<StepTrace>> {
+        self.options.trace.map(|top| {
+            let step = DrawnStep {
+                logits,
+                mask,
+                funnel: self.funnel.last_distribution(),
+                budget_narrowed: self.constraint.budget_narrowed_now(),
+                budget_left: self.constraint.tokens_left(),
+                top,
+            };
+            Box::new(step.trace(&self.vocabulary, token))
+        })
     }
 
     /// Fills the mask for the current state; false when every token is allowed.
@@ -525,6 +568,7 @@ impl Step {
         token: u32,
         forced: bool,
         logprobs: Option<TokenLogprobs>,
+        trace: Option<Box<StepTrace>>,
         emit: &mut dyn FnMut(Emitted) -> bool,
     ) -> bool {
         self.history.push(token);
@@ -536,6 +580,7 @@ impl Step {
             end,
             free_text: self.constraint.is_free_text(),
             logprobs,
+            trace,
         };
         if end {
             emit(emitted);
@@ -555,23 +600,55 @@ impl Step {
     pub(crate) fn draw_unaccepted(&mut self, logits: &[f32]) -> Result<u32, Error> {
         let masked = self.fill_mask()?;
         let mask = masked.then_some(self.mask.as_slice());
-        Ok(self
+        let token = self
             .funnel
-            .sample_from(logits, mask, &self.history, &mut self.rng)?)
+            .sample_from(logits, mask, &self.history, &mut self.rng)?;
+        self.drawn = self.drawn_trace(logits, mask, token);
+        Ok(token)
     }
 
     /// Records a token the driver fed itself (the constraint and the penalties see it; the
-    /// counters do not).
+    /// counters do not). With [`StepOptions::trace`], its trace is kept for
+    /// [`take_fed_trace`](Self::take_fed_trace): the draw's, when it is the token last drawn,
+    /// else that of a token appended without a draw.
     pub(crate) fn accept_fed(&mut self, token: u32) -> Result<(), MatchError> {
+        let drawn = self.drawn.take().filter(|t| t.token == token);
+        let trace = match (self.options.trace, drawn) {
+            (None, _) => None,
+            (Some(_), Some(drawn)) => Some(*drawn),
+            (Some(_), None) => {
+                let left = self.constraint.tokens_left();
+                Some(StepTrace::forced(&self.vocabulary, token, left))
+            }
+        };
         self.constraint.accept_token(token)?;
         self.history.push(token);
+        self.fed_trace.extend(trace);
         Ok(())
+    }
+
+    /// Traces every token fed with [`accept_fed`](Self::accept_fed) since the last call.
+    pub(crate) fn take_fed_trace(&mut self) -> Vec<StepTrace> {
+        std::mem::take(&mut self.fed_trace)
+    }
+
+    /// Turns tracing on with `candidates` per distribution, or off.
+    pub(crate) fn set_trace(&mut self, candidates: Option<usize>) {
+        self.options.trace = candidates;
+        self.drawn = None;
     }
 
     /// The constraint, to query or change.
     pub(crate) fn constraint_mut(&mut self) -> &mut StepConstraint {
         &mut self.constraint
     }
+}
+
+/// A token [`Step::draw`] appended, with its score and trace when asked for.
+struct Drawn {
+    token: u32,
+    logprobs: Option<TokenLogprobs>,
+    trace: Option<Box<StepTrace>>,
 }
 
 /// The constraint's token budget under `options`: the limits, when the output must complete

@@ -4,6 +4,8 @@
 mod constraint;
 #[cfg(feature = "llama")]
 mod run;
+#[cfg(feature = "llama")]
+mod trace;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -274,6 +276,17 @@ pub struct Args {
     #[arg(long, value_name = "N", help_heading = "Sampling")]
     pub seed: Option<u64>,
 
+    /// Record what each step did: FILE gets one JSON line per token (its origin: sampled,
+    /// forced or budget-constrained; tokens allowed; the probability mass the mask removed;
+    /// the top candidates before and after the mask and the funnel; the budget left), which
+    /// `constrain serve`'s /inspect page opens. `-` prints a short table to stderr instead.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Output",
+        conflicts_with = "beams"
+    )]
+    pub trace: Option<PathBuf>,
     /// End stderr with one JSON line of statistics (tokens, speed, mask times, stop reason).
     #[arg(long, help_heading = "Output")]
     pub stats: bool,

@@ -1,7 +1,7 @@
 """Type stubs of the native module ``constrain._native`` (re-exported by ``constrain``)."""
 
 from os import PathLike
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -177,7 +177,12 @@ class Sampler:
         presence_penalty: float = 0.0,
         seed: int = 0,
         prompt: Sequence[int] = ...,
+        trace: bool = False,
     ) -> None: ...
+    @property
+    def trace(self) -> List[Dict[str, Any]]:
+        """With ``trace=True``: per accepted token, its origin, the tokens allowed, the mass the
+        mask removed and the top candidates before and after the mask and the funnel."""
     def sample(self, logits: Any) -> int:
         """Draws the next token from one step's ``float32`` logits (not yet accepted)."""
     def accept(self, token: int) -> None:

@@ -727,3 +727,84 @@ async fn a_body_over_the_limit_is_413() {
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(answer.error()["code"], "request_too_large");
 }
+
+/// `trace: true` puts a step per token beside the choice (whole) or on the chunks that carry
+/// the tokens (streamed), the same either way, and feeds `/metrics`' removed-mass histogram.
+#[tokio::test]
+async fn a_traced_completion_has_a_step_per_token() {
+    let app = app();
+    let body = chat(
+        json!({"trace": true, "response_format": {"type": "json_schema",
+        "json_schema": {"name": "t", "schema": schema()}}}),
+    );
+    let answer = post(&app, "/v1/chat/completions", body.clone()).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let whole = answer.json();
+    let trace = whole["choices"][0]["trace"]
+        .as_array()
+        .expect("a trace")
+        .clone();
+    assert_eq!(
+        trace.len() as u64,
+        whole["usage"]["completion_tokens"].as_u64().unwrap()
+    );
+    let text: String = trace.iter().filter_map(|t| t["text"].as_str()).collect();
+    let content = whole["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(text.starts_with(content), "{text:?} / {content:?}");
+    let origins: Vec<&str> = trace.iter().filter_map(|t| t["origin"].as_str()).collect();
+    assert!(
+        origins.contains(&"forced") && origins.contains(&"sampled"),
+        "{origins:?}"
+    );
+    for step in trace.iter().filter(|t| t["origin"] != "forced") {
+        let removed = step["removed_mass"].as_f64().expect("a drawn token has it");
+        assert!((0.0..=1.0).contains(&removed), "{step}");
+        assert!(step["before_mask"].as_array().is_some_and(|c| c.len() == 5));
+    }
+
+    let mut streamed = body;
+    streamed["stream"] = json!(true);
+    let answer = post(&app, "/v1/chat/completions", streamed).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let steps: Vec<Value> = answer
+        .events()
+        .iter()
+        .filter_map(|e| e["choices"][0]["trace"].as_array().cloned())
+        .flatten()
+        .collect();
+    assert_eq!(steps, trace, "the same steps, streamed");
+
+    let untraced = post(&app, "/v1/chat/completions", chat(json!({})))
+        .await
+        .json();
+    assert!(untraced["choices"][0].get("trace").is_none());
+    let metrics = get(&app, "/metrics").await.body;
+    let drawn = trace.iter().filter(|t| t["origin"] != "forced").count() * 2;
+    assert!(
+        metrics.contains(&format!("constrain_mask_removed_mass_count {drawn}")),
+        "{metrics}"
+    );
+}
+
+/// The inspector's page is served without the key, whole: nothing it needs comes from
+/// elsewhere.
+#[tokio::test]
+async fn the_inspector_is_one_self_contained_page() {
+    let answer = call(&app(), Method::GET, "/inspect", None, Body::empty()).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(answer.headers[header::CONTENT_TYPE]
+        .to_str()
+        .is_ok_and(|t| t.starts_with("text/html")));
+    for part in [
+        "<style>",
+        "<script>",
+        "/v1/chat/completions",
+        "trace: true",
+        "trace-file",
+    ] {
+        assert!(answer.body.contains(part), "the page lacks {part:?}");
+    }
+    for outside in ["src=\"http", "href=\"http", "@import", "<link"] {
+        assert!(!answer.body.contains(outside), "the page loads {outside:?}");
+    }
+}

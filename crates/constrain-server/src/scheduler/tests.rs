@@ -70,6 +70,7 @@ fn job(
             logprobs: None,
             fast_forward: true,
             lookup: 0,
+            trace: None,
         },
         constraint: Some(ConstraintKind::Grammar(grammar(&vocabulary))),
         events,

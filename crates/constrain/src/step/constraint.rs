@@ -104,6 +104,27 @@ impl StepConstraint {
         }
     }
 
+    /// The matcher of the grammar in force: the grammar's, or a triggered one's once its
+    /// trigger appeared.
+    fn active_matcher(&self) -> Option<&Matcher> {
+        match self {
+            StepConstraint::None => None,
+            StepConstraint::Grammar(m) => Some(m),
+            StepConstraint::Triggered(t) => t.matcher(),
+        }
+    }
+
+    /// Tokens the budget leaves the grammar in force, if it has one.
+    pub(crate) fn tokens_left(&self) -> Option<usize> {
+        self.active_matcher().and_then(Matcher::tokens_left)
+    }
+
+    /// Whether the budget narrowed the mask of the current step.
+    pub(crate) fn budget_narrowed_now(&self) -> bool {
+        self.active_matcher()
+            .is_some_and(Matcher::budget_narrowed_now)
+    }
+
     /// The grammar's matcher, when the constraint is a grammar.
     pub fn matcher(&self) -> Option<&Matcher> {
         match self {

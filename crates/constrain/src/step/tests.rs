@@ -8,6 +8,7 @@ use constrain_sampling::SamplerConfig;
 use constrain_vocab::Vocabulary;
 
 use super::*;
+use crate::trace::Origin;
 use crate::triggered::{Trigger, TriggeredMatcher};
 use crate::Constraint;
 
@@ -305,4 +306,137 @@ fn a_triggered_constraint_is_free_text_then_the_grammar() {
     // Free text until the trigger, the grammar's after it.
     assert_eq!(free, [true, true, true, false, false, false]);
     assert_eq!(s.stats().drafted, 0);
+}
+
+/// Drives `step` to its end with the scripted model, one row at a time.
+fn run_scripted(step: &mut Step, emit: &mut dyn FnMut(Emitted) -> bool) {
+    loop {
+        match step.next(emit).expect("next") {
+            Next::Done(_) => break,
+            Next::Evaluate { .. } => {
+                let logits = scripted(step.history().tokens());
+                step.sample(&[&logits], emit).expect("sample");
+            }
+        }
+    }
+}
+
+/// The trace's removed mass, recomputed from the logits and a matcher replaying the output:
+/// the softmax mass of the tokens the grammar refuses there.
+#[test]
+fn traced_removed_mass_is_the_softmax_mass_the_mask_refused() {
+    for (fast_forward, max_tokens) in [(true, usize::MAX), (false, usize::MAX), (true, 14)] {
+        let options = StepOptions {
+            fast_forward,
+            max_tokens,
+            complete_within: max_tokens != usize::MAX,
+            trace: Some(3),
+            ..StepOptions::default()
+        };
+        let sampling = SamplerConfig {
+            temperature: 0.9,
+            top_k: 4,
+            ..SamplerConfig::default()
+        };
+        let mut step = Step::new(
+            StepConstraint::Grammar(Matcher::new(json_grammar())),
+            vocabulary(),
+            sampling,
+            11,
+            &[],
+            options,
+        )
+        .expect("a step");
+        let mut traces = Vec::new();
+        let mut tokens = Vec::new();
+        let mut emit = |e: Emitted| {
+            tokens.push(e.token);
+            traces.push((e.forced, e.trace.expect("every token is traced")));
+            true
+        };
+        run_scripted(&mut step, &mut emit);
+        let mut replay = Matcher::new(json_grammar());
+        if max_tokens != usize::MAX {
+            replay
+                .set_token_budget(Some(max_tokens))
+                .expect("the budget fits");
+        }
+        let mut mask = vec![0u32; replay.grammar().mask_words()];
+        let mut budget_steps = 0;
+        for (i, (forced, trace)) in traces.iter().enumerate() {
+            assert_eq!(trace.token, tokens[i]);
+            assert_eq!(trace.text, PIECES[tokens[i] as usize]);
+            if *forced {
+                assert_eq!(trace.origin, Origin::Forced);
+                assert_eq!(trace.removed_mass, None);
+            } else {
+                let logits = scripted(&tokens[..i]);
+                replay.fill_mask(&mut mask).expect("a mask");
+                let allowed = |id: usize| mask[id / 32] >> (id % 32) & 1 == 1;
+                let total: f64 = logits.iter().map(|&l| f64::from(l).exp()).sum();
+                let refused: f64 = logits
+                    .iter()
+                    .enumerate()
+                    .filter(|&(id, _)| !allowed(id))
+                    .map(|(_, &l)| f64::from(l).exp())
+                    .sum();
+                let removed = trace.removed_mass.expect("a drawn token has it");
+                // The trace sums f32 exponentials: agreement to f32's precision.
+                assert!(
+                    (removed - refused / total).abs() < 1e-6,
+                    "{removed} vs {}",
+                    refused / total
+                );
+                let count = (0..logits.len()).filter(|&id| allowed(id)).count();
+                assert_eq!(trace.allowed, Some(count));
+                // Candidates: most likely first, after the mask only allowed ones, the drawn
+                // token among the funnel's.
+                assert_eq!(trace.before_mask.len(), 3);
+                assert!(trace.before_mask.windows(2).all(|w| w[0].prob >= w[1].prob));
+                assert!(trace.after_mask.iter().all(|c| allowed(c.token as usize)));
+                let kept: f64 = trace.after_mask.iter().map(|c| c.prob).sum();
+                assert!(kept <= 1.0 + 1e-9);
+                if trace.origin == Origin::Budget {
+                    budget_steps += 1;
+                }
+            }
+            if max_tokens != usize::MAX {
+                assert_eq!(trace.budget_left, Some(max_tokens - i));
+            }
+            replay
+                .accept_token(tokens[i])
+                .expect("the output follows the grammar");
+        }
+        assert!(replay.is_accepting() || replay.is_finished());
+        if !fast_forward {
+            assert!(traces.iter().all(|(forced, _)| !forced));
+        }
+        assert_eq!(
+            budget_steps,
+            if max_tokens == usize::MAX {
+                0
+            } else {
+                step.constraint()
+                    .matcher()
+                    .map_or(0, Matcher::budget_constrained_steps)
+            },
+            "budget-constrained draws are the steps the budget narrowed"
+        );
+    }
+}
+
+#[test]
+fn without_trace_nothing_is_traced() {
+    let mut step = step(
+        StepConstraint::Grammar(Matcher::new(json_grammar())),
+        &[],
+        StepOptions::default(),
+    );
+    let mut any = false;
+    let mut emit = |e: Emitted| {
+        any |= e.trace.is_some();
+        true
+    };
+    run_scripted(&mut step, &mut emit);
+    assert!(!any);
 }

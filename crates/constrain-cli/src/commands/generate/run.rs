@@ -120,6 +120,7 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         fast_forward: !args.no_fast_forward,
         logprobs: args.logprobs,
         lookup: args.lookup,
+        trace: args.trace.is_some().then_some(super::trace::CANDIDATES),
     };
     // Stdout holds the generated text only, written as each token is chosen.
     let generation = {
@@ -131,6 +132,9 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
         session.generate(request, &mut sink)?
     };
 
+    if let Some(path) = &args.trace {
+        super::trace::write(path, &generation.trace)?;
+    }
     let stats = &generation.stats;
     let complete = stats.stop_reason.is_complete();
     if !complete {
