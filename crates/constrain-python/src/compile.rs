@@ -88,12 +88,7 @@ pub fn compile_json_schema(
         py.detach(|| constrain::parse_schema(&text, &limits))
             .map_err(|e| constrain_error(py, &e))?
     } else {
-        check_value_depth(schema, limits.max_schema_depth)?;
-        schema_value(schema).map_err(|e| {
-            PyTypeError::new_err(format!(
-                "schema must be JSON text or a JSON-like value: {e}"
-            ))
-        })?
+        json_like(schema, "schema", limits.max_schema_depth)?
     };
     let options = CompileOptions {
         schema: schema_options,
@@ -160,6 +155,46 @@ pub fn compile_lark(
     let options = CompileOptions::with_limits(limits_from_kwargs(limits, &[])?);
     let lark = Constraint::Lark(text.to_string());
     compile_constraint(py, lark, &vocabulary, options)
+}
+
+/// Compiles an XGrammar structural tag (JSON text, or a ``dict``): ``{"type":
+/// "structural_tag", "format": {...}}`` or the older ``structures`` and ``triggers``. Keyword
+/// arguments are the options of the schemas inside (as ``compile_json_schema``'s) and the
+/// budgets; errors are ``CompileError`` of kind ``"structural_tag"`` naming the JSON pointer.
+#[pyfunction]
+#[pyo3(signature = (structural_tag, vocabulary, **options))]
+pub fn compile_structural_tag(
+    py: Python<'_>,
+    structural_tag: &Bound<'_, PyAny>,
+    vocabulary: PyRef<'_, PyVocabulary>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<PyCompiledGrammar> {
+    let (schema_options, limits) = options_from_kwargs(options)?;
+    let value = if let Ok(text) = structural_tag.cast::<PyString>() {
+        let text = text.to_cow()?;
+        limits
+            .check_source_len(text.len())
+            .map_err(|e| crate::errors::grammar_error(py, &e))?;
+        serde_json::from_str(&text).map_err(|e| crate::errors::structural_tag_json_error(py, &e))?
+    } else {
+        json_like(structural_tag, "structural_tag", limits.max_schema_depth)?
+    };
+    let options = CompileOptions {
+        schema: schema_options,
+        limits,
+    };
+    compile_constraint(py, Constraint::StructuralTag(value), &vocabulary, options)
+}
+
+/// The argument `what`, given as Python values (a ``dict``, a ``bool``...), as JSON: a
+/// `ValueError` past `max_depth` levels, a `TypeError` for what JSON cannot hold.
+fn json_like(value: &Bound<'_, PyAny>, what: &str, max_depth: u32) -> PyResult<serde_json::Value> {
+    check_value_depth(value, max_depth)?;
+    schema_value(value).map_err(|e| {
+        PyTypeError::new_err(format!(
+            "{what} must be JSON text or a JSON-like value: {e}"
+        ))
+    })
 }
 
 /// A `ValueError` when a schema given as Python values nests lists and dicts deeper than

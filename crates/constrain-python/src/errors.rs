@@ -18,8 +18,9 @@ pyo3::create_exception!(
     CompileError,
     PyValueError,
     "A schema, regular expression or grammar that cannot be compiled.\n\n\
-     Attributes: ``kind`` (``\"schema\"``, ``\"regex\"``, ``\"gbnf\"``, ``\"lark\"``, ``\"grammar\"``), \
-     ``keyword`` and ``pointer`` (JSON Schema: the keyword and the JSON pointer of the place), \
+     Attributes: ``kind`` (``\"schema\"``, ``\"regex\"``, ``\"gbnf\"``, ``\"lark\"``, ``\"grammar\"``, \
+     ``\"structural_tag\"``), ``keyword`` and ``pointer`` (JSON Schema: the keyword and the JSON pointer \
+     of the place; structural tag: the JSON pointer of the offending format), \
      ``line`` and ``column`` (JSON text, GBNF or Lark: 1-based), each ``None`` where it does not apply."
 );
 
@@ -114,6 +115,27 @@ pub fn grammar_error(py: Python<'_>, e: &GrammarError) -> PyErr {
     compile_error(py, kind, e.to_string(), Place::default())
 }
 
+/// A structural tag's JSON text that does not parse, as `CompileError` with line and column.
+pub fn structural_tag_json_error(py: Python<'_>, e: &serde_json::Error) -> PyErr {
+    let place = Place {
+        line: Some(e.line()),
+        column: Some(e.column()),
+        ..Place::default()
+    };
+    let message = format!("structural tag is not valid JSON: {e}");
+    compile_error(py, "structural_tag", message, place)
+}
+
+/// A structural tag that is not one, or a part of it that cannot be compiled, as
+/// `CompileError` naming the JSON pointer.
+fn structural_tag_error(py: Python<'_>, pointer: &str, message: String) -> PyErr {
+    let place = Place {
+        pointer: Some(pointer.to_string()),
+        ..Place::default()
+    };
+    compile_error(py, "structural_tag", message, place)
+}
+
 /// Any error of the facade, as the matching Python exception.
 pub fn constrain_error(py: Python<'_>, e: &ConstrainError) -> PyErr {
     match e {
@@ -123,6 +145,12 @@ pub fn constrain_error(py: Python<'_>, e: &ConstrainError) -> PyErr {
         ConstrainError::Grammar(e) => grammar_error(py, e),
         ConstrainError::Match(e) => match_error(e),
         ConstrainError::Sampling(e) => sampling_error(e),
+        ConstrainError::StructuralTag(tag) => {
+            structural_tag_error(py, tag.pointer(), e.to_string())
+        }
+        ConstrainError::StructuralTagPart { pointer, .. } => {
+            structural_tag_error(py, pointer, e.to_string())
+        }
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }

@@ -31,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile::compile_regex, m)?)?;
     m.add_function(wrap_pyfunction!(compile::compile_gbnf, m)?)?;
     m.add_function(wrap_pyfunction!(compile::compile_lark, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::compile_structural_tag, m)?)?;
     m.add_function(wrap_pyfunction!(batch::allocate_token_bitmask, m)?)?;
     m.add_function(wrap_pyfunction!(batch::fill_next_token_bitmasks, m)?)?;
     m.add_function(wrap_pyfunction!(batch::apply_token_bitmask_inplace_cpu, m)?)?;

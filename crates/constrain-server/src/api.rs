@@ -360,6 +360,13 @@ pub enum ResponseFormat {
         #[serde(flatten)]
         other: BTreeMap<String, Value>,
     },
+    /// An XGrammar structural tag: `format`, or the older `structures` and `triggers`, as
+    /// vLLM takes them.
+    StructuralTag {
+        /// The structural tag's fields.
+        #[serde(flatten)]
+        fields: serde_json::Map<String, Value>,
+    },
 }
 
 impl ResponseFormat {
@@ -374,7 +381,18 @@ impl ResponseFormat {
             }
             ResponseFormat::JsonSchema { json_schema, other } => first(other, "response_format")
                 .or_else(|| first(&json_schema.other, "response_format.json_schema")),
+            ResponseFormat::StructuralTag { fields } => fields
+                .keys()
+                .find(|k| !["format", "structures", "triggers"].contains(&k.as_str()))
+                .map(|k| format!("response_format.{k}")),
         }
+    }
+
+    /// A structural tag's JSON as XGrammar reads it (`{"type": "structural_tag", ...}`).
+    pub fn structural_tag(fields: &serde_json::Map<String, Value>) -> Value {
+        let mut tag = fields.clone();
+        tag.insert("type".into(), Value::String("structural_tag".into()));
+        Value::Object(tag)
     }
 }
 

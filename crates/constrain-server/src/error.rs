@@ -223,6 +223,7 @@ pub fn constraint_error(param: &str, err: &constrain::Error) -> ApiError {
     ApiError::invalid_param(param, message).with_code(match err {
         Error::Schema(_) => "invalid_schema",
         Error::Gbnf(_) => "invalid_grammar",
+        Error::StructuralTag(_) | Error::StructuralTagPart { .. } => "invalid_structural_tag",
         _ => "invalid_constraint",
     })
 }

@@ -23,6 +23,8 @@ pub enum Spec {
     Regex(String),
     /// A GBNF grammar.
     Gbnf(String),
+    /// An XGrammar structural tag, as its JSON.
+    StructuralTag(Value),
     /// Tool calls: `<tool_call>CALL</tool_call>`, one, or with `parallel` one or more separated
     /// by newlines; each call valid against `call_schema`. With `or`, the output may instead be
     /// that (a response format).
@@ -54,6 +56,7 @@ impl Spec {
             Spec::JsonSchema(schema) => call(schema),
             Spec::Regex(pattern) => Constraint::Regex(pattern.clone()),
             Spec::Gbnf(text) => Constraint::Gbnf(text.clone()),
+            Spec::StructuralTag(tag) => Constraint::StructuralTag(tag.clone()),
             Spec::ToolCalls {
                 call_schema,
                 parallel,
@@ -75,7 +78,7 @@ impl Spec {
     /// The request field a compile error is reported against.
     fn param(&self) -> &'static str {
         match self {
-            Spec::JsonSchema(_) => "response_format",
+            Spec::JsonSchema(_) | Spec::StructuralTag(_) => "response_format",
             Spec::Regex(_) => "regex",
             Spec::Gbnf(_) => "grammar",
             Spec::ToolCalls { .. } | Spec::AfterCallOpen { .. } => "tools",
@@ -233,5 +236,32 @@ mod tests {
             .0
             .unwrap_err();
         assert_eq!(e.code, Some("invalid_grammar"));
+    }
+
+    #[test]
+    fn structural_tags_compile_and_bad_ones_name_the_pointer() {
+        let cache = cache();
+        let tag = json!({"type": "structural_tag", "format": {"type": "triggered_tags",
+            "triggers": ["<f>"], "at_least_one": true,
+            "tags": [{"begin": "<f>", "content": {"type": "json_schema", "json_schema": {"type": "integer"}},
+                      "end": "</f>"}]}});
+        let g = cache
+            .get(&Spec::StructuralTag(tag))
+            .0
+            .unwrap()
+            .grammar
+            .clone();
+        assert!(accepts(&g, "<f>1</f> then text"));
+        assert!(!accepts(&g, "text first <f>1</f>"));
+        let bad = json!({"type": "structural_tag", "format": {"type": "or", "elements": [{"type": "x"}]}});
+        let e = cache.get(&Spec::StructuralTag(bad)).0.unwrap_err();
+        assert_eq!(e.status.as_u16(), 400);
+        assert_eq!(e.param.as_deref(), Some("response_format"));
+        assert_eq!(e.code, Some("invalid_structural_tag"));
+        assert!(
+            e.message.contains("/format/elements/0/type"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -242,7 +242,7 @@ fn tool_plan(request: &ChatRequest) -> Result<Option<ToolPlan<'_>>, ApiError> {
 pub struct ConstraintUse {
     /// Free text until `<tool_call>`, then the spec.
     pub triggered: bool,
-    /// `json_schema`, `json_object`, `regex`, `grammar`, `tool_calls`.
+    /// `json_schema`, `json_object`, `regex`, `grammar`, `structural_tag`, `tool_calls`.
     pub kind: &'static str,
     /// `strict` as the request gave it.
     pub strict: Option<bool>,
@@ -295,6 +295,11 @@ pub fn response_spec(
                 uses("json_schema", Some(json_schema.strict.unwrap_or(false))),
             ));
         }
+        Some(ResponseFormat::StructuralTag { fields }) => found.push((
+            "response_format",
+            Spec::StructuralTag(ResponseFormat::structural_tag(fields)),
+            uses("structural_tag", None),
+        )),
     }
     if let Some(schema) = &fields.json_schema {
         found.push((

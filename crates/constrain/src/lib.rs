@@ -48,7 +48,7 @@
 //! # Key types
 //!
 //! - [`Constraint`]: what the output must follow (a schema, a regex, a GBNF grammar, or a
-//!   composition of them such as a [`ToolCallFormat`]'s calls); [`Constraint::compile`] binds
+//!   composition of them such as a [`ToolCallFormat`]'s calls, or an XGrammar structural tag); [`Constraint::compile`] binds
 //!   it to a vocabulary ([`TokenIndex`]) as a shareable [`CompiledGrammar`], and a
 //!   [`GrammarCache`] keeps compilations by the constraint's key.
 //! - [`ConstrainedSampler`]: a [`Matcher`] plus the sampling [`Funnel`]: give it one step's
@@ -75,6 +75,7 @@ mod lookup;
 pub mod resources;
 mod sampler;
 mod step;
+mod structural_tag;
 mod tool_calls;
 mod trace;
 mod triggered;
@@ -87,6 +88,7 @@ pub use lookup::{
 };
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
 pub use step::{Emitted, Next, Step, StepConstraint, StepOptions, StepStats, Stop, Verified};
+pub use structural_tag::StructuralTagError;
 pub use tool_calls::ToolCallFormat;
 pub use trace::{Candidate, Origin, StepTrace};
 pub use triggered::{Trigger, TriggeredMatcher};

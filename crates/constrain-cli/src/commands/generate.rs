@@ -63,7 +63,6 @@ pub struct Args {
         help_heading = "Constraint"
     )]
     pub grammar: Option<PathBuf>,
-    /// Constrain the output to any JSON value.
     /// Constrain the output to this Lark grammar (the `lark` package's EBNF; start rule
     /// `start`; see docs/lark.md).
     #[arg(
@@ -73,6 +72,16 @@ pub struct Args {
         help_heading = "Constraint"
     )]
     pub lark: Option<PathBuf>,
+    /// Constrain the output to this XGrammar structural tag (JSON: tags around schemas,
+    /// free text with triggers; see docs/structural-tags.md).
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "constraint",
+        help_heading = "Constraint"
+    )]
+    pub structural_tag: Option<PathBuf>,
+    /// Constrain the output to any JSON value.
     #[arg(long, group = "constraint", help_heading = "Constraint")]
     pub json: bool,
     /// With --schema: the order of an object's declared properties (`schema`: as the schema

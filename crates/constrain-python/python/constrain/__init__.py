@@ -55,6 +55,7 @@ __all__ = [
     "compile_lark",
     "compile_json_schema",
     "compile_regex",
+    "compile_structural_tag",
     "fill_next_token_bitmasks",
 ]
 
@@ -65,6 +66,41 @@ def _from_huggingface(tokenizer: Any, *, eos_ids: Sequence[int] = (), width: Opt
 
 _from_huggingface.__doc__ = _vocabulary_from_huggingface.__doc__
 Vocabulary.from_huggingface = staticmethod(_from_huggingface)  # type: ignore[attr-defined]
+
+
+def compile_structural_tag(
+    structural_tag: Any, vocabulary: Vocabulary, triggers: Optional[Sequence[str]] = None, **options: Any
+) -> CompiledGrammar:
+    """Compiles an XGrammar structural tag (see ``docs/structural-tags.md``).
+
+    As XGrammar's ``compile_structural_tag`` takes it: the structural tag as JSON text, a
+    ``dict``, or XGrammar's pydantic ``StructuralTag``; or, with ``triggers``, the older list of
+    tags (``dict`` s or objects with ``begin``, ``schema`` and ``end``, the schema a ``dict``,
+    JSON text or a pydantic model class). Keyword arguments are ``compile_json_schema``'s options,
+    applied to the schemas inside, and the budgets. Raises ``CompileError`` of kind
+    ``"structural_tag"`` whose ``pointer`` is the JSON pointer of the offending part.
+    """
+    if triggers is not None:
+        structural_tag = {
+            "type": "structural_tag",
+            "structures": [_legacy_tag(tag) for tag in structural_tag],
+            "triggers": list(triggers),
+        }
+    elif hasattr(structural_tag, "model_dump_json"):
+        structural_tag = structural_tag.model_dump_json(by_alias=True)
+    return _native.compile_structural_tag(structural_tag, vocabulary, **options)
+
+
+def _legacy_tag(tag: Any) -> dict:
+    """One tag of the older form as a ``dict``: ``begin``, ``schema``, ``end``."""
+    if isinstance(tag, dict):
+        return tag
+    schema = getattr(tag, "schema_", None)
+    if schema is None:
+        schema = getattr(tag, "schema")
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    return {"begin": tag.begin, "schema": schema, "end": tag.end}
 
 
 def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Optional[Sequence[int]] = None) -> None:

@@ -17,5 +17,11 @@ from ._native import (
     fill_next_token_bitmasks as fill_next_token_bitmasks,
 )
 
+def compile_structural_tag(
+    structural_tag: Any, vocabulary: Vocabulary, triggers: Optional[Sequence[str]] = None, **options: Any
+) -> CompiledGrammar:
+    """Compiles an XGrammar structural tag (JSON text, ``dict``, pydantic ``StructuralTag``, or with
+    ``triggers`` the older list of tags); raises ``CompileError`` of kind ``"structural_tag"``."""
+
 def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Optional[Sequence[int]] = None) -> None:
     """Sets the logits of disallowed tokens to ``-inf``, in place (NumPy, or torch on any device)."""

@@ -126,6 +126,10 @@ def compile_gbnf(text: str, vocabulary: Vocabulary, *, root: str = "root") -> Co
 def compile_lark(text: str, vocabulary: Vocabulary) -> CompiledGrammar:
     """Compiles a Lark grammar (start rule ``start``); raises ``CompileError`` with line and column."""
 
+def compile_structural_tag(structural_tag: Any, vocabulary: Vocabulary, **options: Any) -> CompiledGrammar:
+    """Compiles an XGrammar structural tag (JSON text or ``dict``); raises ``CompileError`` of kind
+    ``"structural_tag"`` with the JSON pointer."""
+
 class Matcher:
     """One sequence's state under a compiled grammar."""
 

@@ -58,6 +58,14 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
             constrain::Constraint::Lark(text),
             format!("--lark {}", path.display()),
         )
+    } else if let Some(path) = &args.structural_tag {
+        let text = read_source(path, "structural tag", &limits)?;
+        let tag = serde_json::from_str(&text)
+            .with_context(|| format!("reading the structural tag {}", path.display()))?;
+        (
+            constrain::Constraint::StructuralTag(tag),
+            format!("--structural-tag {}", path.display()),
+        )
     } else if let Some(pattern) = &args.regex {
         (
             constrain::Constraint::Regex(pattern.clone()),
@@ -66,8 +74,13 @@ pub(crate) fn from_args(args: &Args) -> anyhow::Result<Option<Constraint>> {
     } else {
         return Ok(None);
     };
+    // The schemas inside a structural tag take the layout of `--schema`'s.
+    let options = CompileOptions {
+        schema: schema_options(args),
+        limits: limits.clone(),
+    };
     let built = constraint
-        .build(&CompileOptions::with_limits(limits.clone()))
+        .build(&options)
         .with_context(|| format!("compiling {description}"))?;
     for warning in &built.warnings {
         eprintln!("warning: {description}: {warning}");

@@ -73,7 +73,7 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
     if let Some(beams) = args.beams {
         let Some(matcher) = matcher else {
             anyhow::bail!(
-                "--beams needs a constraint (--schema, --regex, --grammar, --lark or --json)"
+                "--beams needs a constraint (--schema, --regex, --grammar, --lark, --structural-tag or --json)"
             );
         };
         anyhow::ensure!(beams >= 1, "--beams must be at least 1");

@@ -21,6 +21,10 @@ use constrain_sampling::SamplingError;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::structural_tag::StructuralTagError;
+
+mod structural;
+
 /// Everything that can go wrong between a constraint and a sampled token.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -43,6 +47,18 @@ pub enum Error {
     /// The funnel could not draw a token.
     #[error(transparent)]
     Sampling(#[from] SamplingError),
+    /// The structural tag's JSON is not one (the error names the JSON pointer).
+    #[error(transparent)]
+    StructuralTag(#[from] StructuralTagError),
+    /// A part of a structural tag (a schema, a regular expression, a grammar) cannot be
+    /// compiled.
+    #[error("structural tag at \"{pointer}\": {source}")]
+    StructuralTagPart {
+        /// The JSON pointer of the part.
+        pointer: String,
+        /// Why it cannot be compiled.
+        source: Box<Error>,
+    },
 }
 
 /// What the output must follow.
@@ -78,6 +94,12 @@ pub enum Constraint {
     Sequence(Vec<Constraint>),
     /// Any one of the parts (none: nothing is accepted).
     AnyOf(Vec<Constraint>),
+    /// Output of an XGrammar structural tag, given as its JSON (`{"type": "structural_tag",
+    /// "format": {...}}`, or the older `structures` and `triggers`; see
+    /// `docs/structural-tags.md`): tags with begin and end texts around schemas, regular
+    /// expressions, grammars or text, free text in which triggers open tags, sequences and
+    /// alternatives of them.
+    StructuralTag(Value),
     /// `min` to `max` (unbounded when `None`) repetitions of `item`.
     Repeat {
         /// What is repeated.
@@ -260,6 +282,7 @@ impl Builder<'_> {
                 .limits(limits.clone())
                 .parse(text)?,
             Constraint::Grammar(grammar) => grammar.clone(),
+            Constraint::StructuralTag(value) => self.structural_tag(value)?,
             Constraint::Text(_)
             | Constraint::Sequence(_)
             | Constraint::AnyOf(_)
