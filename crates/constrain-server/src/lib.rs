@@ -17,7 +17,7 @@
 //!   [`engine`]: jobs, events, and the decode loop of one sequence;
 //! - [`reply`]: the events turned into OpenAI responses, whole or streamed;
 //!   [`responses`]: `/v1/responses` read as a chat request and answered in the Responses
-//!   API's shapes;
+//!   API's shapes; [`response_store`]: its stored conversations;
 //! - [`metrics`]: `/metrics`; [`request_log`]: one JSON line per request on stderr;
 //!   [`error`]: OpenAI error objects, and start-up errors.
 //!
@@ -38,6 +38,7 @@ pub mod plan;
 pub mod prompt;
 pub mod reply;
 pub mod request_log;
+pub mod response_store;
 pub mod responses;
 pub mod routes;
 pub mod scheduler;

@@ -1,7 +1,7 @@
 //! `POST /v1/responses`, OpenAI's Responses API, over the chat route's machinery: the request
 //! is read as a chat request ([`request`]), planned and run as one, and its answer rendered as
 //! a `response` object or the Responses API's typed events ([`output`]). Responses are kept
-//! for `previous_response_id` within a memory budget ([`store`]).
+//! for `previous_response_id` within a memory budget ([`crate::response_store`]).
 //!
 //! Reading the request as a chat request keeps one path for prompts, constraints and tool
 //! calls: `text.format` is enforced as `response_format` is, a function tool's arguments as a
@@ -9,7 +9,6 @@
 
 pub mod output;
 pub mod request;
-pub mod store;
 
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
@@ -28,13 +27,11 @@ use crate::error::ApiError;
 use crate::plan::{self, Kind, Plan};
 use crate::reply::{new_id, unix_now};
 use crate::request_log::{Admission, RequestLog};
-use crate::routes::Submitted;
 use crate::state::AppState;
 use crate::tools::{CallStreamer, StreamPiece};
 
 pub use self::output::Item;
 pub use self::request::{rename_error, ResponsesRequest};
-pub use self::store::ResponseStore;
 
 /// A Responses request, planned as a chat job, with what its answer echoes and stores.
 pub struct Turn {
@@ -106,25 +103,29 @@ fn previous(state: &AppState, id: &str) -> Result<Arc<Vec<Message>>, ApiError> {
     })
 }
 
-/// Answers a queued turn: a `response` object, or its events when the request streams.
+/// Answers a queued turn from its job's `events`: a `response` object, or its events when the
+/// request streams. `prepared` is the compiled constraint's report; `admitted` is set when
+/// the job leaves the queue.
 pub async fn answer(
     state: Arc<AppState>,
     turn: Turn,
-    job: Submitted,
+    events: mpsc::UnboundedReceiver<Event>,
+    prepared: plan::Prepared,
+    admitted: Arc<OnceLock<Instant>>,
     arrived: Instant,
 ) -> Result<Response, ApiError> {
     let reply = Reply::new(
         state,
         turn,
-        job.prepared.info,
-        job.prepared.compiled_in,
-        job.admitted,
+        prepared.info,
+        prepared.compiled_in,
+        admitted,
         arrived,
     );
     if reply.stream {
-        Ok(reply.stream(job.events))
+        Ok(reply.stream(events))
     } else {
-        reply.whole(job.events).await
+        reply.whole(events).await
     }
 }
 

@@ -125,7 +125,12 @@ pub async fn responses(
     let job = submit(&state, &turn.plan, arrived, &queued)
         .await
         .map_err(crate::responses::rename_error)?;
-    crate::responses::answer(state, turn, job, arrived).await
+    let Submitted {
+        events,
+        prepared,
+        admitted,
+    } = job;
+    crate::responses::answer(state, turn, events, prepared, admitted, arrived).await
 }
 
 /// `GET /health`.

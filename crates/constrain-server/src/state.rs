@@ -18,7 +18,7 @@ use crate::error::StartError;
 use crate::grammars::GrammarCache;
 use crate::metrics::Metrics;
 use crate::prompt::Tokenize;
-use crate::responses::ResponseStore;
+use crate::response_store::ResponseStore;
 use crate::scheduler::{SchedulerOptions, SlotModel};
 use crate::tools;
 use crate::worker::{Engine, EngineOptions};

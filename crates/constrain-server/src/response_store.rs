@@ -1,6 +1,7 @@
-//! Stored responses, for `previous_response_id`: each response's conversation (its input
-//! after the one it continued, then its output as an assistant turn), kept in memory under a
-//! budget of bytes, the oldest dropped first. Nothing survives a restart.
+//! Stored responses, for `previous_response_id` on `/v1/responses`: each response's
+//! conversation (its input after the one it continued, then its output as an assistant turn),
+//! kept in memory under a budget of bytes, the oldest dropped first. Nothing survives a
+//! restart. A leaf: the shared state holds it, [`crate::responses`] fills and reads it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
