@@ -411,3 +411,48 @@ async fn bad_responses_requests_are_400s_that_name_the_field() {
     let answer = call(&app, Method::POST, "/v1/responses", None, Body::empty()).await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
 }
+
+/// Odd bodies of every shape the fields allow or not: each is answered (200 or a 400 error
+/// object), and the server keeps answering.
+#[tokio::test]
+async fn odd_responses_bodies_are_answered_and_the_server_keeps_serving() {
+    let app = app();
+    let odd = [
+        json!({}),
+        json!({"input": null}),
+        json!({"input": [null, [], {}]}),
+        json!({"input": [{"type": 7}]}),
+        json!({"input": [{"role": "user", "content": null}]}),
+        json!({"input": [{"role": "user", "content": [{"type": "input_text"}]}]}),
+        json!({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "not json"}]}),
+        json!({"input": [{"type": "function_call_output", "call_id": "c", "output": {"a": 1}}]}),
+        json!({"input": [{"type": "reasoning", "summary": []}]}),
+        json!({"input": "x", "tools": "all"}),
+        json!({"input": "x", "tools": [null]}),
+        json!({"input": "x", "tool_choice": 3}),
+        json!({"input": "x", "tool_choice": {"type": "function"}}),
+        json!({"input": "x", "text": null}),
+        json!({"input": "x", "text": {"format": "json"}}),
+        json!({"input": "x", "text": {"format": {}}}),
+        json!({"input": "x", "text": {"format": {"type": "json_schema", "schema": "x"}}}),
+        json!({"input": "x", "instructions": 5}),
+        json!({"input": "x", "max_output_tokens": -1}),
+        json!({"input": "x", "max_output_tokens": 1e30}),
+        json!({"input": "x", "previous_response_id": 5}),
+        json!({"input": "x", "store": "yes"}),
+        json!({"input": "x", "include": ["reasoning.encrypted_content"], "reasoning": {"effort": "low"},
+               "truncation": "auto", "metadata": {"k": "v"}, "max_output_tokens": 3}),
+    ];
+    for body in odd {
+        let answer = post(&app, "/v1/responses", body.clone()).await;
+        match answer.status {
+            StatusCode::OK => assert_eq!(answer.json()["object"], "response", "{body}"),
+            StatusCode::BAD_REQUEST => {
+                answer.error();
+            }
+            other => panic!("{body}: {other} {}", answer.body),
+        }
+    }
+    let answer = get(&app, "/health").await;
+    assert_eq!(answer.status, StatusCode::OK);
+}
