@@ -460,8 +460,24 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
 
 /// `value` as a `T`, or a 400 naming the path of the field that does not fit.
 fn from_value<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, ApiError> {
+    from_value_at(value, "")
+}
+
+/// `value`, found at `at` in the body (a path such as `input[2]`; empty: the body itself), as
+/// a `T`, or a 400 naming the path of the field that does not fit. For parts of a body read
+/// on their own, whose errors must still name their place in the whole body.
+pub fn from_value_at<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    at: &str,
+) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
+        let inner = e.path().to_string();
+        let path = match (at, inner.as_str()) {
+            ("", _) => inner.clone(),
+            (_, ".") => at.to_string(),
+            (_, rest) if rest.starts_with('[') => format!("{at}{rest}"),
+            (_, rest) => format!("{at}.{rest}"),
+        };
         let error = ApiError::bad_request(if path == "." {
             format!("invalid request: {}", e.inner())
         } else {

@@ -1,7 +1,7 @@
 //! `constrain serve`: an OpenAI-compatible HTTP server on the constrain engine.
 //!
-//! Agent frameworks speak OpenAI's chat completions API; this server speaks it with output that
-//! follows the request's constraint every time: `response_format` JSON Schemas (any
+//! Agent frameworks speak OpenAI's chat completions API or its Responses API; this server
+//! speaks both with output that follows the request's constraint every time: `response_format` JSON Schemas (any
 //! `strict`), tool calls whose arguments are valid against the tool's parameters, and the
 //! `grammar` / `regex` / `json_schema` extensions.
 //!
@@ -16,6 +16,8 @@
 //!   batching over a [`scheduler::SlotModel`] ([`llama`]: llama.cpp's context);
 //!   [`engine`]: jobs, events, and the decode loop of one sequence;
 //! - [`reply`]: the events turned into OpenAI responses, whole or streamed;
+//!   [`responses`]: `/v1/responses` read as a chat request and answered in the Responses
+//!   API's shapes; [`response_store`]: its stored conversations;
 //! - [`metrics`]: `/metrics`; [`request_log`]: one JSON line per request on stderr;
 //!   [`error`]: OpenAI error objects, and start-up errors.
 //!
@@ -36,6 +38,8 @@ pub mod plan;
 pub mod prompt;
 pub mod reply;
 pub mod request_log;
+pub mod response_store;
+pub mod responses;
 pub mod routes;
 pub mod scheduler;
 pub mod state;
@@ -64,6 +68,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/v1/completions",
             post(routes::completions).fallback(routes::wrong_method),
+        )
+        .route(
+            "/v1/responses",
+            post(routes::responses).fallback(routes::wrong_method),
         )
         .route(
             "/v1/models",

@@ -14,7 +14,13 @@ pub fn document() -> Value {
         responses["200"] = ok;
         responses
     };
-    json!({
+    let responses_path = json!({"post": {
+        "summary": "OpenAI's Responses API: input items, function tools and their outputs, text.format json_schema; `stream: true` answers with typed server-sent events (response.created ... response.completed).",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ResponsesRequest"}}}},
+        "responses": with_errors(json!({"description": "The response, or its event stream.",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}}, "text/event-stream": {}}}))
+    }});
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "constrain serve",
@@ -205,6 +211,63 @@ pub fn document() -> Value {
                 "summary": "This document.",
                 "responses": with_errors(json!({"description": "OpenAPI 3.1.", "content": {"application/json": {}}}))
             }}
+        }
+    });
+    // Added apart: one `json!` this large would recurse past the macro's limit.
+    document["components"]["schemas"]["ResponsesRequest"] = responses_request();
+    document["components"]["schemas"]["Response"] = response();
+    document["paths"]["/v1/responses"] = responses_path;
+    document
+}
+
+/// The body of `POST /v1/responses`.
+fn responses_request() -> Value {
+    json!({
+        "allOf": [{"$ref": "#/components/schemas/Sampling"}],
+        "type": "object",
+        "description": "OpenAI's Responses API. The sampling extensions (seed, top_k, grammar, regex, json_schema...) are taken as on the chat route.",
+        "properties": {
+            "input": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object", "description": "A message (role user, system, developer or assistant; content a string or input_text / output_text parts), a function_call item (call_id, name, arguments) or a function_call_output item (call_id, output)."}}]},
+            "instructions": {"type": "string"},
+            "max_output_tokens": {"type": "integer", "minimum": 1},
+            "tools": {"type": "array", "items": {"type": "object", "required": ["type", "name"], "properties": {
+                "type": {"const": "function"},
+                "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+                "description": {"type": "string"},
+                "parameters": {"type": "object", "description": "JSON Schema of the arguments."},
+                "strict": {"type": "boolean"}
+            }}},
+            "tool_choice": {"oneOf": [
+                {"enum": ["none", "auto", "required"]},
+                {"type": "object", "properties": {"type": {"const": "function"}, "name": {"type": "string"}}}
+            ]},
+            "parallel_tool_calls": {"type": "boolean", "default": true},
+            "text": {"type": "object", "properties": {"format": {"oneOf": [
+                {"type": "object", "required": ["type"], "properties": {"type": {"const": "text"}}},
+                {"type": "object", "required": ["type"], "properties": {"type": {"const": "json_object"}}},
+                {"type": "object", "required": ["type"], "properties": {
+                    "type": {"const": "json_schema"}, "name": {"type": "string"}, "description": {"type": "string"},
+                    "schema": {"type": "object"}, "strict": {"type": "boolean"}
+                }}
+            ]}}},
+            "previous_response_id": {"type": "string", "description": "Continue a stored response (kept in memory within --responses-store-bytes)."},
+            "store": {"type": "boolean", "default": true}
+        }
+    })
+}
+
+/// The `response` object of `POST /v1/responses`.
+fn response() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"}, "object": {"const": "response"}, "created_at": {"type": "integer"},
+            "status": {"enum": ["completed", "incomplete", "failed", "in_progress"]},
+            "incomplete_details": {"type": ["object", "null"], "properties": {"reason": {"const": "max_output_tokens"}}},
+            "model": {"type": "string"},
+            "output": {"type": "array", "items": {"type": "object", "description": "A message (content: output_text parts) or a function_call (call_id, name, arguments as JSON text)."}},
+            "usage": {"type": "object", "properties": {"input_tokens": {"type": "integer"}, "output_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}},
+            "constraint": {"$ref": "#/components/schemas/Constraint"}
         }
     })
 }

@@ -548,12 +548,14 @@ fn completion_logprobs(lp: &[TokenLogprob]) -> Value {
     })
 }
 
-fn unix_now() -> u64 {
+/// Seconds since the Unix epoch (`created` fields).
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
-fn new_id(prefix: &str) -> String {
+/// A random id with `prefix` (`chatcmpl-`, `call_`, `resp_`...).
+pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}{:016x}{:08x}", random_u64(), random_u64() as u32)
 }

@@ -15,11 +15,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::api::{parse_body, ChatRequest, CompletionRequest};
-use crate::engine::Job;
+use crate::engine::{Event, Job};
 use crate::error::ApiError;
 use crate::middleware::Queued;
 use crate::plan::{self, Plan};
 use crate::reply::{self, Reply};
+use crate::responses::ResponsesRequest;
 use crate::state::AppState;
 
 type Shared = State<Arc<AppState>>;
@@ -57,7 +58,39 @@ async fn run(
     arrived: Instant,
     queued: Queued,
 ) -> Result<Response, ApiError> {
-    let prepared = plan::prepare(&state, plan.spec.as_ref()).await?;
+    let job = submit(&state, &plan, arrived, &queued).await?;
+    let reply = Reply::new(
+        state,
+        &plan,
+        job.prepared.info,
+        job.prepared.compiled_in,
+        job.admitted,
+        arrived,
+    );
+    reply
+        .send(job.events, plan.stream, plan.include_usage)
+        .await
+}
+
+/// A plan's job, queued: where its events come from, and what its reply reports.
+pub struct Submitted {
+    /// The job's events, in the order the scheduler sends them.
+    pub events: mpsc::UnboundedReceiver<Event>,
+    /// The compiled constraint's report (`info`) and compile time; its grammar went to the job.
+    pub prepared: plan::Prepared,
+    /// Set when the job leaves the queue.
+    pub admitted: Arc<OnceLock<Instant>>,
+}
+
+/// Compiles the plan's constraint and queues its job (429 when the queue is full). Every
+/// generation route goes through here, whatever shape its reply has.
+pub async fn submit(
+    state: &Arc<AppState>,
+    plan: &Plan,
+    arrived: Instant,
+    queued: &Queued,
+) -> Result<Submitted, ApiError> {
+    let mut prepared = plan::prepare(state, plan.spec.as_ref()).await?;
     state.metrics.add_prompt_tokens(plan.prompt.len());
     let (events, rx) = mpsc::unbounded_channel();
     let admitted = Arc::new(OnceLock::new());
@@ -65,21 +98,39 @@ async fn run(
         prompt: plan.prompt.clone(),
         n: plan.n,
         params: plan.params.clone(),
-        constraint: prepared.constraint,
+        constraint: prepared.constraint.take(),
         events,
         deadline: arrived.checked_add(state.options.request_timeout),
         admitted: admitted.clone(),
     })?;
     queued.set();
-    let reply = Reply::new(
-        state,
-        &plan,
-        prepared.info,
-        prepared.compiled_in,
+    Ok(Submitted {
+        events: rx,
+        prepared,
         admitted,
-        arrived,
-    );
-    reply.send(rx, plan.stream, plan.include_usage).await
+    })
+}
+
+/// `POST /v1/responses`: the request read as a chat conversation ([`crate::responses`]), run
+/// as a chat job, answered as a `response` object or its typed events.
+pub async fn responses(
+    State(state): Shared,
+    Extension(queued): Extension<Queued>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let arrived = Instant::now();
+    let body = body_or_error(body, state.options.max_body_bytes)?;
+    let request: ResponsesRequest = parse_body(&body)?;
+    let turn = crate::responses::plan(&state, &request)?;
+    let job = submit(&state, &turn.plan, arrived, &queued)
+        .await
+        .map_err(crate::responses::rename_error)?;
+    let Submitted {
+        events,
+        prepared,
+        admitted,
+    } = job;
+    crate::responses::answer(state, turn, events, prepared, admitted, arrived).await
 }
 
 /// `GET /health`.

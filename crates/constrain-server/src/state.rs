@@ -1,5 +1,5 @@
 //! What the handlers share: the options, the model's vocabulary, tokenizer and chat template,
-//! the engine, the grammar cache and the metrics.
+//! the engine, the grammar cache, the metrics and the stored responses.
 //!
 //! [`AppState::new`] loads a GGUF model and puts llama.cpp behind the engine;
 //! [`AppState::with_backend`] takes any model side ([`Backend`]), which is how the router is
@@ -18,6 +18,7 @@ use crate::error::StartError;
 use crate::grammars::GrammarCache;
 use crate::metrics::Metrics;
 use crate::prompt::Tokenize;
+use crate::response_store::ResponseStore;
 use crate::scheduler::{SchedulerOptions, SlotModel};
 use crate::tools;
 use crate::worker::{Engine, EngineOptions};
@@ -72,6 +73,9 @@ pub struct ServerOptions {
     pub sampling: SamplerConfig,
     /// Prompt-lookup draft length of a request that gives no `lookup` (0: off).
     pub lookup: usize,
+    /// Memory for stored responses (`previous_response_id` of `/v1/responses`), the oldest
+    /// dropped first (0: none stored).
+    pub responses_store_bytes: usize,
     /// Let llama.cpp log to stderr.
     pub verbose: bool,
 }
@@ -111,6 +115,7 @@ impl ServerOptions {
             max_n: 8,
             sampling: SamplerConfig::default(),
             lookup: 0,
+            responses_store_bytes: 64 << 20,
             verbose: false,
         }
     }
@@ -141,6 +146,7 @@ pub struct AppState {
     pub(crate) grammars: GrammarCache,
     pub(crate) trigger: Arc<Trigger>,
     pub(crate) metrics: Arc<Metrics>,
+    pub(crate) responses: ResponseStore,
     pub(crate) options: ServerOptions,
     pub(crate) started: u64,
 }
@@ -231,6 +237,7 @@ impl AppState {
             grammars,
             trigger,
             metrics,
+            responses: ResponseStore::new(options.responses_store_bytes),
             options,
             started: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

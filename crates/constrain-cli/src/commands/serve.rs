@@ -74,6 +74,10 @@ pub struct Args {
     /// Largest request body in bytes (larger ones get 413).
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
+    /// Memory for stored responses (`previous_response_id` on /v1/responses), in bytes; the
+    /// oldest are dropped first (0: none stored, and `store: true` gets 400).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub responses_store_bytes: usize,
     /// Compile-time budget of one constraint (schema, grammar, tools), in milliseconds; past
     /// it the request gets 400.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
@@ -151,6 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     options.default_max_tokens = args.default_max_tokens.max(1);
     options.max_n = args.max_n.max(1);
     options.max_body_bytes = args.max_body_bytes;
+    options.responses_store_bytes = args.responses_store_bytes;
     options.lookup = usize::from(args.lookup);
     // `--limit max_compile_time=S` overrides --compile-timeout-ms.
     let mut limits = super::limits::from_args(&args.limits)?;

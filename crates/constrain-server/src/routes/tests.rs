@@ -18,6 +18,8 @@ use crate::prompt::Tokenize;
 use crate::scheduler::fake::FakeModel;
 use crate::state::{AppState, Backend, ServerOptions};
 
+mod responses;
+
 const KEY: &str = "secret";
 
 /// JSON pieces first (as the scheduler's tests have them), then every other printable ASCII
@@ -235,6 +237,7 @@ async fn every_other_route_wants_the_key_and_says_so_as_an_openai_error() {
         (Method::GET, "/openapi.json"),
         (Method::POST, "/v1/chat/completions"),
         (Method::POST, "/v1/completions"),
+        (Method::POST, "/v1/responses"),
     ] {
         for key in [None, Some("wrong")] {
             let answer = call(&app, method.clone(), path, key, Body::empty()).await;
@@ -284,6 +287,7 @@ async fn openapi_documents_every_route() {
     for path in [
         "/v1/chat/completions",
         "/v1/completions",
+        "/v1/responses",
         "/v1/models",
         "/health",
     ] {
