@@ -661,7 +661,7 @@ async fn constraints_the_server_cannot_keep_are_400s_that_name_them() {
         ),
         (
             json!({"response_format": {"type": "structural_tag", "structures": []}}),
-            "response_format.type",
+            "response_format",
         ),
         (
             json!({"tools": [{"type": "custom", "custom": {"name": "x"}}]}),
