@@ -213,6 +213,13 @@ def test_extensions_regex_and_grammar(client, model_id):
         extra_body={"grammar": 'root ::= "yes" | "no"'},
     )
     assert r.choices[0].message.content in ("yes", "no")
+    lark = 'start: "colour: " COLOUR\nCOLOUR: "red" | "green" | "blue"\n'
+    r = client.chat.completions.create(
+        model=model_id, messages=[{"role": "user", "content": "Name a colour."}], max_tokens=8,
+        extra_body={"grammar": lark, "grammar_syntax": "lark"},
+    )
+    assert r.choices[0].message.content in ("colour: red", "colour: green", "colour: blue")
+    assert r.model_extra["constraint"]["type"] == "lark"
 
 
 def test_prompt_lookup_drafts_from_the_prompt_and_stays_valid(client, model_id):

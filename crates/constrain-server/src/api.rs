@@ -146,9 +146,14 @@ pub struct SamplingFields {
     /// beside each choice as `trace` (in stream chunks, with the tokens they carry).
     #[serde(default)]
     pub trace: Option<bool>,
-    /// Extension: a GBNF grammar (start rule `root`) the output follows.
+    /// Extension: a grammar the output follows, GBNF (start rule `root`) unless
+    /// `grammar_syntax` says otherwise.
     #[serde(default)]
     pub grammar: Option<String>,
+    /// Extension: the notation of `grammar`: `"gbnf"` (the default) or `"lark"` (start rule
+    /// `start`).
+    #[serde(default)]
+    pub grammar_syntax: Option<String>,
     /// Extension: a regular expression the output matches in full.
     #[serde(default)]
     pub regex: Option<String>,

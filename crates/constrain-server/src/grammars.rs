@@ -23,6 +23,8 @@ pub enum Spec {
     Regex(String),
     /// A GBNF grammar.
     Gbnf(String),
+    /// A Lark grammar.
+    Lark(String),
     /// An XGrammar structural tag, as its JSON.
     StructuralTag(Value),
     /// Tool calls: `<tool_call>CALL</tool_call>`, one, or with `parallel` one or more separated
@@ -56,6 +58,7 @@ impl Spec {
             Spec::JsonSchema(schema) => call(schema),
             Spec::Regex(pattern) => Constraint::Regex(pattern.clone()),
             Spec::Gbnf(text) => Constraint::Gbnf(text.clone()),
+            Spec::Lark(text) => Constraint::Lark(text.clone()),
             Spec::StructuralTag(tag) => Constraint::StructuralTag(tag.clone()),
             Spec::ToolCalls {
                 call_schema,
@@ -80,7 +83,7 @@ impl Spec {
         match self {
             Spec::JsonSchema(_) | Spec::StructuralTag(_) => "response_format",
             Spec::Regex(_) => "regex",
-            Spec::Gbnf(_) => "grammar",
+            Spec::Gbnf(_) | Spec::Lark(_) => "grammar",
             Spec::ToolCalls { .. } | Spec::AfterCallOpen { .. } => "tools",
         }
     }

@@ -67,7 +67,8 @@ pub fn document() -> Value {
                         "repeat_penalty": {"type": "number", "description": "Extension: CTRL's repetition penalty (1 = off)."},
                         "lookup": {"type": "integer", "minimum": 0, "maximum": 16, "description": "Extension: speculative decoding by prompt lookup, drafts of up to this many tokens (0 = off)."},
                         "trace": {"type": "boolean", "description": "Extension: each choice (each stream chunk, for the tokens it carries) gets `trace`, one step per token: origin (sampled, forced, budget), tokens allowed, the probability mass the mask removed, the top candidates before and after the mask and the funnel."},
-                        "grammar": {"type": "string", "description": "Extension: a GBNF grammar (start rule root)."},
+                        "grammar": {"type": "string", "description": "Extension: a grammar the output follows: GBNF (start rule root), or Lark (start rule start) with grammar_syntax lark."},
+                        "grammar_syntax": {"enum": ["gbnf", "lark"], "description": "Extension: the notation of grammar (default gbnf)."},
                         "regex": {"type": "string", "description": "Extension: a regular expression the output matches in full."},
                         "json_schema": {"type": "object", "description": "Extension: a JSON Schema the output is valid against."}
                     }
@@ -148,7 +149,7 @@ pub fn document() -> Value {
                     "type": "object",
                     "description": "Extension field of responses to constrained requests: the output was enforced to follow this constraint (also with strict: false).",
                     "properties": {
-                        "type": {"enum": ["json_schema", "json_object", "regex", "grammar", "tool_calls"]},
+                        "type": {"enum": ["json_schema", "json_object", "regex", "grammar", "lark", "structural_tag", "tool_calls"]},
                         "enforced": {"const": true},
                         "strict": {"type": ["boolean", "null"], "description": "The strict flag as the request gave it."},
                         "triggered_by": {"type": ["string", "null"], "description": "With tool_choice auto: the text that opened the constrained part."},

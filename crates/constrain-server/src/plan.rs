@@ -242,7 +242,7 @@ fn tool_plan(request: &ChatRequest) -> Result<Option<ToolPlan<'_>>, ApiError> {
 pub struct ConstraintUse {
     /// Free text until `<tool_call>`, then the spec.
     pub triggered: bool,
-    /// `json_schema`, `json_object`, `regex`, `grammar`, `structural_tag`, `tool_calls`.
+    /// `json_schema`, `json_object`, `regex`, `grammar`, `lark`, `structural_tag`, `tool_calls`.
     pub kind: &'static str,
     /// `strict` as the request gave it.
     pub strict: Option<bool>,
@@ -311,12 +311,27 @@ pub fn response_spec(
     if let Some(regex) = &fields.regex {
         found.push(("regex", Spec::Regex(regex.clone()), uses("regex", None)));
     }
+    let syntax = fields.grammar_syntax.as_deref();
+    if let Some(syntax) = syntax {
+        if !matches!(syntax, "gbnf" | "lark") {
+            return Err(ApiError::invalid_param(
+                "grammar_syntax",
+                format!("grammar_syntax {syntax:?} is not one of \"gbnf\", \"lark\""),
+            ));
+        }
+        if fields.grammar.is_none() {
+            return Err(ApiError::invalid_param(
+                "grammar_syntax",
+                "grammar_syntax is given without a grammar",
+            ));
+        }
+    }
     if let Some(grammar) = &fields.grammar {
-        found.push((
-            "grammar",
-            Spec::Gbnf(grammar.clone()),
-            uses("grammar", None),
-        ));
+        let (spec, kind) = match syntax {
+            Some("lark") => (Spec::Lark(grammar.clone()), "lark"),
+            _ => (Spec::Gbnf(grammar.clone()), "grammar"),
+        };
+        found.push(("grammar", spec, uses(kind, None)));
     }
     match found.len() {
         0 => Ok(None),

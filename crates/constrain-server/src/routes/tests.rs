@@ -812,3 +812,55 @@ async fn the_inspector_is_one_self_contained_page() {
         assert!(!answer.body.contains(outside), "the page loads {outside:?}");
     }
 }
+
+/// `grammar_syntax: "lark"` reads `grammar` as Lark; a bad grammar, an unknown syntax or a
+/// syntax without a grammar are 400s naming the field.
+#[tokio::test]
+async fn a_lark_grammar_is_followed() {
+    let app = app();
+    let lark = "start: \"{\" PAIR \"}\"\nPAIR: \"\\\"a\\\":\" DIGIT+\n%import common.DIGIT\n";
+    for seed in 0..3 {
+        let body = chat(json!({"seed": seed, "grammar": lark, "grammar_syntax": "lark"}));
+        let answer = post(&app, "/v1/chat/completions", body).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        let body = answer.json();
+        let text = body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or("");
+        let digits = text
+            .strip_prefix("{\"a\":")
+            .and_then(|t| t.strip_suffix('}'))
+            .unwrap_or_else(|| panic!("{text:?}"));
+        assert!(
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
+            "{text:?}"
+        );
+        assert_eq!(body["constraint"]["type"], "lark");
+    }
+    for (extra, param, says) in [
+        (
+            json!({"grammar": "start: (", "grammar_syntax": "lark"}),
+            "grammar",
+            "1:9",
+        ),
+        (
+            json!({"grammar": "root ::= \"a\"", "grammar_syntax": "ebnf"}),
+            "grammar_syntax",
+            "ebnf",
+        ),
+        (
+            json!({"grammar_syntax": "lark"}),
+            "grammar_syntax",
+            "without a grammar",
+        ),
+    ] {
+        let answer = post(&app, "/v1/chat/completions", chat(extra)).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+        let error = answer.error();
+        assert_eq!(error["param"], param, "{error}");
+        assert!(
+            error["message"].as_str().is_some_and(|m| m.contains(says)),
+            "{error}"
+        );
+    }
+}
