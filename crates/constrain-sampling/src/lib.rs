@@ -76,7 +76,7 @@ pub use distribution::Distribution;
 pub use error::{SamplingError, TokenOrigin};
 pub use funnel::{Funnel, Trace, TraceStep};
 pub use history::{History, TokenCounts};
-pub use logprobs::{log_normalizer, token_logprobs, top_tokens, TokenLogprobs};
+pub use logprobs::{allowed_ids, log_normalizer, token_logprobs, top_tokens, TokenLogprobs};
 pub use rng::{SplitMix64, Xoshiro256StarStar};
 pub use speculative::{verify_draft, DraftCheck, Verification};
 pub use stage::Stage;

@@ -134,8 +134,8 @@ fn is_allowed(mask: &[u32], token: u32) -> bool {
         .is_some_and(|word| word & (1 << (token & 31)) != 0)
 }
 
-/// The ids below `width` whose bit is set, increasing.
-fn allowed_ids(mask: &[u32], width: usize) -> impl Iterator<Item = u32> + '_ {
+/// The ids below `width` whose bit is set in `mask`, increasing.
+pub fn allowed_ids(mask: &[u32], width: usize) -> impl Iterator<Item = u32> + '_ {
     mask.iter()
         .enumerate()
         .flat_map(move |(word_index, &word)| {

@@ -520,7 +520,7 @@ impl Step {
             }
             None => None,
         };
-        let trace = self.drawn_trace(logits, mask, token);
+        let trace = self.drawn_trace(logits, mask, token)?;
         self.constraint.accept_token(token)?;
         self.stats.drawn += 1;
         Ok(Drawn {
@@ -537,18 +537,19 @@ impl Step {
         logits: &[f32],
         mask: Option<&[u32]>,
         token: u32,
-    ) -> Option<Box<StepTrace>> {
-        self.options.trace.map(|top| {
-            let step = DrawnStep {
-                logits,
-                mask,
-                funnel: self.funnel.last_distribution(),
-                budget_narrowed: self.constraint.budget_narrowed_now(),
-                budget_left: self.constraint.tokens_left(),
-                top,
-            };
-            Box::new(step.trace(&self.vocabulary, token))
-        })
+    ) -> Result<Option<Box<StepTrace>>, Error> {
+        let Some(top) = self.options.trace else {
+            return Ok(None);
+        };
+        let step = DrawnStep {
+            logits,
+            mask,
+            funnel: self.funnel.last_distribution(),
+            budget_narrowed: self.constraint.budget_narrowed_now(),
+            budget_left: self.constraint.tokens_left(),
+            top,
+        };
+        Ok(Some(Box::new(step.trace(&self.vocabulary, token)?)))
     }
 
     /// Fills the mask for the current state; false when every token is allowed.
@@ -603,7 +604,7 @@ impl Step {
         let token = self
             .funnel
             .sample_from(logits, mask, &self.history, &mut self.rng)?;
-        self.drawn = self.drawn_trace(logits, mask, token);
+        self.drawn = self.drawn_trace(logits, mask, token)?;
         Ok(token)
     }
 
