@@ -80,3 +80,29 @@ def client(server):
 @pytest.fixture(scope="session")
 def model_id(client):
     return client.models.list().data[0].id
+
+
+@pytest.fixture(scope="session")
+def start_server():
+    """Starts another server with its own options (`start(args)` gives an `openai` client for
+    it); each one stops at the end of the session."""
+    import openai
+
+    model = _default_model()
+    if not model.is_file():
+        pytest.fail(f"the server tests need the default model at {model}: run `constrain fetch-model`")
+    binary = _build()
+    started = {}
+
+    def start(args: list[str]):
+        key = tuple(args)
+        if key not in started:
+            started[key] = serverproc.start(binary, ["--ctx-size", "2048", *args], key=API_KEY, timeout=180)
+        return openai.OpenAI(base_url=started[key].v1, api_key=API_KEY, max_retries=0, timeout=120)
+
+    yield start
+    for server in started.values():
+        try:
+            server.stop(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass

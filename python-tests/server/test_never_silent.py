@@ -65,7 +65,9 @@ def test_json_object_with_a_schema_on_the_completions_route(client, model_id):
     ({"response_format": {"type": "json_schema",
                           "json_schema": {"name": "p", "schema": PERSON, "pattern": "x"}}},
      "response_format.json_schema.pattern"),
-    ({"tools": [{"type": "custom", "custom": {"name": "sql"}}]}, "tools[0].type"),
+    ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+    ({"tools": [{"type": "custom", "custom": {"name": "sql", "format": {"type": "grammar", "grammar": {
+        "syntax": "ebnf", "definition": "root ::= x"}}}}]}, "tools[0].custom.format.grammar.syntax"),
     ({"response_format": {"type": "json_schema", "json_schema": {
         "name": "p", "strict": True, "schema": {"type": "string", "format": "no-such-format"}}}},
      "response_format.json_schema.strict"),

@@ -117,6 +117,9 @@ pub enum ErrorKind {
     /// A terminal that can match the empty string, which Lark's Earley parser refuses.
     #[error("terminal {0} can match the empty string")]
     ZeroWidthTerminal(String),
+    /// A `%json` schema that is not JSON, or that does not compile.
+    #[error("%json: {0}")]
+    Json(String),
     /// A construct of the notation that is recognized but not supported, with why.
     #[error("{construct} is not supported: {why}")]
     Unsupported {

@@ -23,6 +23,8 @@ pub(crate) enum Tok {
     Number(String),
     /// `%` and the word after it.
     Directive(String),
+    /// `%json {...}`: the JSON text of the schema, braces included.
+    Json(String),
     /// `*`, `+` or `?` after an item.
     Op(char),
     Colon,
@@ -53,6 +55,7 @@ impl Tok {
             }
             Tok::Modifier(s) => format!("'{s}'"),
             Tok::Directive(s) => format!("'%{s}'"),
+            Tok::Json(_) => "'%json'".into(),
             Tok::Op(c) => format!("'{c}'"),
             Tok::Colon => "':'".into(),
             Tok::Comma => "','".into(),
@@ -142,8 +145,22 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, LarkError> {
             }
             b'%' => {
                 let j = word_end(bytes, i + 1);
-                out.push((Tok::Directive(text[i + 1..j].to_string()), i));
-                i = j;
+                if &text[i + 1..j] == "json" {
+                    let end = json_object_end(bytes, j).ok_or_else(|| {
+                        err(
+                            ErrorKind::Json(
+                                "%json must be followed by a JSON object in braces".into(),
+                            ),
+                            i,
+                        )
+                    })?;
+                    let open = j + text[j..].find('{').unwrap_or(0);
+                    out.push((Tok::Json(text[open..end].to_string()), i));
+                    i = end;
+                } else {
+                    out.push((Tok::Directive(text[i + 1..j].to_string()), i));
+                    i = j;
+                }
             }
             b'!' | b'?' => {
                 let mut j = i + 1;
@@ -276,4 +293,41 @@ fn skip_blank_lines(bytes: &[u8], mut i: usize) -> usize {
             _ => return i,
         }
     }
+}
+
+/// After `%json` at `from`: whitespace, then a JSON object; the offset just after its closing
+/// brace (braces inside JSON strings do not count), `None` when there is none.
+fn json_object_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while bytes.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    while let Some(&b) = bytes.get(i) {
+        i += 1;
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }

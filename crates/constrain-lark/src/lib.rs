@@ -88,10 +88,27 @@ pub fn parse(text: &str) -> Result<Grammar, LarkError> {
 /// let grammar = ParseOptions::new().start("answer").parse(r#"answer: "yes"i | "no"i"#)?;
 /// # Ok::<(), constrain_lark::LarkError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ParseOptions {
     start: String,
     limits: Limits,
+    json: Option<JsonSchemaCompiler>,
+}
+
+/// Compiles the schema of a `%json` (llguidance's extension): the grammar of JSON valid
+/// against it, or why it cannot be compiled. This crate reads Lark only; the caller brings the
+/// JSON Schema front-end (the `constrain` facade does).
+pub type JsonSchemaCompiler =
+    std::sync::Arc<dyn Fn(&serde_json::Value) -> Result<Grammar, String> + Send + Sync>;
+
+impl std::fmt::Debug for ParseOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParseOptions")
+            .field("start", &self.start)
+            .field("limits", &self.limits)
+            .field("json", &self.json.is_some())
+            .finish()
+    }
 }
 
 impl Default for ParseOptions {
@@ -106,6 +123,7 @@ impl ParseOptions {
         ParseOptions {
             start: DEFAULT_START.to_string(),
             limits: Limits::default(),
+            json: None,
         }
     }
 
@@ -121,12 +139,18 @@ impl ParseOptions {
         self
     }
 
+    /// Compiles `%json {...}` schemas with `compiler` (without one, a `%json` is an error).
+    pub fn json_schema(mut self, compiler: JsonSchemaCompiler) -> ParseOptions {
+        self.json = Some(compiler);
+        self
+    }
+
     /// Parses `text` into a grammar.
     pub fn parse(&self, text: &str) -> Result<Grammar, LarkError> {
         self.limits
             .check_source_len(text.len())
             .map_err(|e| LarkError::global(ErrorKind::Grammar(e)))?;
         let statements = parser::parse(text)?;
-        lower::lower(text, &statements, &self.start)
+        lower::lower(text, &statements, &self.start, self.json.as_ref())
     }
 }

@@ -134,6 +134,15 @@ impl<'a> Terminals<'a> {
                 }
                 self.hir(name, *offset)?
             }
+            Node::Json { offset, .. } => {
+                return Err(LarkError::at(
+                    ErrorKind::Json(format!(
+                        "a JSON document is a rule's part, not part of the terminal {owner}"
+                    )),
+                    self.text,
+                    *offset,
+                ))
+            }
             Node::Template { name, offset, .. } => {
                 return Err(LarkError::at(
                     ErrorKind::RuleInTerminal {
@@ -232,6 +241,7 @@ pub(crate) fn lower(
     text: &str,
     statements: &Statements,
     start: &str,
+    json: Option<&crate::JsonSchemaCompiler>,
 ) -> Result<Grammar, LarkError> {
     let common_statements;
     let mut terminals = Terminals::new(text, statements)?;
@@ -304,6 +314,8 @@ pub(crate) fn lower(
         terminal_rules: HashMap::new(),
         instances: HashMap::new(),
         pending: Vec::new(),
+        json,
+        schemas: HashMap::new(),
     };
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for def in statements.definitions.iter().filter(|d| !d.is_terminal()) {
@@ -377,9 +389,36 @@ struct Lowering<'a> {
     instances: HashMap<String, RuleId>,
     /// Instances whose bodies are still to lower.
     pending: Vec<(RuleId, Node)>,
+    /// Compiles `%json` schemas.
+    json: Option<&'a crate::JsonSchemaCompiler>,
+    /// `%json` grammars embedded so far, by schema.
+    schemas: HashMap<String, RuleId>,
 }
 
 impl Lowering<'_> {
+    /// The rule of a `%json` schema's documents, compiled once per schema.
+    fn json_rule(&mut self, schema: &str, offset: usize) -> Result<RuleId, LarkError> {
+        if let Some(&id) = self.schemas.get(schema) {
+            return Ok(id);
+        }
+        let at = |message: String| LarkError::at(ErrorKind::Json(message), self.text, offset);
+        let Some(compile) = self.json else {
+            return Err(at(
+                "no JSON Schema compiler was given (compile through the constrain facade)".into(),
+            ));
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(schema).map_err(|e| at(format!("not JSON: {e}")))?;
+        let grammar = compile(&value).map_err(at)?;
+        let prefix = format!("%json{}.", self.schemas.len() + 1);
+        let id = self
+            .builder
+            .embed(&grammar, &prefix)
+            .map_err(grammar_error)?;
+        self.schemas.insert(schema.to_string(), id);
+        Ok(id)
+    }
+
     /// One token: the terminal, after any ignored text.
     fn token(&self, hir: Hir) -> Expr {
         match &self.ignored {
@@ -468,6 +507,15 @@ impl Lowering<'_> {
                 self.pending
                     .push((id, def.body.substitute(&def.params, args)));
                 Expr::rule(id)
+            }
+            Node::Json { schema, offset } => {
+                let rule = self.json_rule(schema, *offset)?;
+                match &self.ignored {
+                    Some(ignored) => {
+                        Expr::seq(vec![Expr::from_hir(ignored.clone()), Expr::rule(rule)])
+                    }
+                    None => Expr::rule(rule),
+                }
             }
             Node::Seq(parts) => Expr::seq(
                 parts

@@ -187,15 +187,6 @@ impl Parser<'_> {
                     offset,
                 ))
             }
-            "json" => {
-                return Err(self.error(
-                    ErrorKind::Unsupported {
-                        construct: "%json".into(),
-                        why: "write the schema as a JSON Schema constraint and compose it",
-                    },
-                    offset,
-                ))
-            }
             _ => {
                 return Err(self.error(
                     ErrorKind::Unsupported {
@@ -443,6 +434,25 @@ impl Parser<'_> {
                         insensitive,
                         offset,
                     }
+                }
+            }
+            Tok::Json(raw) => {
+                self.pos += 1;
+                if terminal {
+                    return Err(self.error(
+                        ErrorKind::Json(
+                            "a JSON document is a rule's part, not a terminal's (a terminal is \
+                             a regular language)"
+                                .into(),
+                        ),
+                        offset,
+                    ));
+                }
+                let schema: serde_json::Value = serde_json::from_str(&raw)
+                    .map_err(|e| self.error(ErrorKind::Json(format!("not JSON: {e}")), offset))?;
+                Node::Json {
+                    schema: schema.to_string(),
+                    offset,
                 }
             }
             Tok::Regexp(raw) => {

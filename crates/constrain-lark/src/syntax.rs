@@ -31,6 +31,11 @@ pub(crate) enum Node {
         args: Vec<Node>,
         offset: usize,
     },
+    /// `%json {...}`: a JSON document valid against the schema (llguidance's extension).
+    Json {
+        schema: String,
+        offset: usize,
+    },
     Seq(Vec<Node>),
     Alt(Vec<Node>),
     Repeat {
@@ -86,7 +91,9 @@ impl Node {
                 min: *min,
                 max: *max,
             },
-            Node::Literal { .. } | Node::Regex { .. } | Node::Range { .. } => self.clone(),
+            Node::Literal { .. } | Node::Regex { .. } | Node::Range { .. } | Node::Json { .. } => {
+                self.clone()
+            }
         }
     }
 
@@ -100,6 +107,7 @@ impl Node {
             }
             Node::Regex { pattern, flags, .. } => format!("/{pattern:?}/{flags}"),
             Node::Range { from, to } => format!("{from:?}..{to:?}"),
+            Node::Json { schema, .. } => format!("%json{schema}"),
             Node::Name { name, .. } => name.clone(),
             Node::Template { name, args, .. } => format!(
                 "{name}{{{}}}",

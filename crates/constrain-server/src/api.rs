@@ -44,6 +44,13 @@ pub struct ChatRequest {
     /// Whether several calls may come in one answer (default true).
     #[serde(default)]
     pub parallel_tool_calls: Option<bool>,
+    /// Variables of the chat template: `enable_thinking` (or `thinking`) turns a reasoning
+    /// model's thinking off or on.
+    #[serde(default)]
+    pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
+    /// Most tokens a reasoning model thinks before its answer is forced (within `max_tokens`).
+    #[serde(default)]
+    pub thinking_budget: Option<u64>,
 }
 
 /// `POST /v1/completions`.
@@ -267,12 +274,26 @@ pub struct ToolCall {
     /// `function`.
     #[serde(rename = "type", default)]
     pub kind: Option<String>,
-    /// Which function, with which arguments.
+    /// Which function, with which arguments (absent in a custom tool's call).
+    #[serde(default)]
     pub function: FunctionCall,
+    /// A custom tool's call: its name and text input.
+    #[serde(default)]
+    pub custom: Option<CustomCall>,
+}
+
+/// A custom tool's call.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CustomCall {
+    /// The tool.
+    pub name: String,
+    /// The input text.
+    #[serde(default)]
+    pub input: String,
 }
 
 /// A function call: name and arguments (JSON text).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct FunctionCall {
     /// The function.
     pub name: String,
@@ -284,12 +305,40 @@ pub struct FunctionCall {
 /// A tool the model may call.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Tool {
-    /// `function` (the only kind).
+    /// `function`, or `custom` (OpenAI's custom tools: text input, free or in a grammar).
     #[serde(rename = "type")]
     pub kind: String,
-    /// The function (absent in tools of other types, which are refused by their type).
+    /// The function (absent in tools of other types).
     #[serde(default)]
     pub function: FunctionDef,
+    /// The custom tool (with `type: "custom"`).
+    #[serde(default)]
+    pub custom: Option<CustomDef>,
+}
+
+impl Tool {
+    /// The name calls give: the function's, or the custom tool's.
+    pub fn name(&self) -> &str {
+        match &self.custom {
+            Some(c) if self.kind == "custom" => &c.name,
+            _ => &self.function.name,
+        }
+    }
+}
+
+/// A custom tool: its input is text, free (`format` absent or `{"type": "text"}`) or in a
+/// grammar's language (`{"type": "grammar", "grammar": {"syntax": "lark" | "regex",
+/// "definition": ...}}`).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CustomDef {
+    /// Its name (`a-zA-Z0-9_-`, at most 64 characters).
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The input's format.
+    #[serde(default)]
+    pub format: Option<Value>,
 }
 
 /// A function's definition.
@@ -318,18 +367,23 @@ pub enum ToolChoice {
     Named(NamedToolChoice),
 }
 
-/// `{"type": "function", "function": {"name": ...}}`.
+/// `{"type": "function", "function": {"name": ...}}` or `{"type": "custom", "custom": {"name":
+/// ...}}`.
 #[derive(Clone, Debug, Deserialize)]
 pub struct NamedToolChoice {
-    /// `function`.
+    /// `function` or `custom`.
     #[serde(rename = "type")]
     pub kind: String,
     /// The function.
+    #[serde(default)]
     pub function: NamedFunction,
+    /// The custom tool.
+    #[serde(default)]
+    pub custom: Option<NamedFunction>,
 }
 
 /// The function a named tool choice names.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct NamedFunction {
     /// Its name.
     pub name: String,

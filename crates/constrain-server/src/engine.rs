@@ -75,6 +75,17 @@ pub enum ConstraintKind {
     Grammar(Arc<CompiledGrammar>),
     /// Free text until the trigger, then the grammar.
     Triggered(Arc<Trigger>, Arc<CompiledGrammar>),
+    /// A reasoning model's thinking until `end`, then the grammar of its answer, which must
+    /// come: the thinking ends by `budget` tokens, and early enough for the answer to complete
+    /// within `max_tokens`.
+    Reasoning {
+        /// The end of the thinking.
+        end: Arc<Trigger>,
+        /// The answer's grammar.
+        grammar: Arc<CompiledGrammar>,
+        /// Most tokens of thinking.
+        budget: Option<usize>,
+    },
 }
 
 /// What the scheduler reports about a job.
@@ -222,6 +233,21 @@ impl Sequence {
             Some(ConstraintKind::Grammar(g)) => StepConstraint::Grammar(Matcher::new(g.clone())),
             Some(ConstraintKind::Triggered(t, g)) => {
                 StepConstraint::Triggered(TriggeredMatcher::new(t.clone(), g.clone()))
+            }
+            Some(ConstraintKind::Reasoning {
+                end,
+                grammar,
+                budget,
+            }) => {
+                let mut m = TriggeredMatcher::new(end.clone(), grammar.clone());
+                m.set_trigger_required(true);
+                let reserve = m
+                    .reserve()
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?;
+                let room = ctx_size.saturating_sub(job.prompt.len());
+                let within = job.params.max_tokens.min(room).saturating_sub(reserve);
+                m.set_free_limit(Some(budget.map_or(within, |b| b.min(within))));
+                StepConstraint::Triggered(m)
             }
         };
         // `max_tokens` is a budget the constrained output completes within (the context's

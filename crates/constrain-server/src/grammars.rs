@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use constrain::{
-    Compilation, CompileOptions, Constraint, GrammarCache as Cache, Limits, SchemaOptions,
-    TokenIndex, ToolCallFormat,
+    CallInput, Compilation, CompileOptions, Constraint, GrammarCache as Cache, Limits,
+    SchemaOptions, TokenIndex, ToolCallFormat,
 };
 use serde_json::Value;
 
 use crate::error::{constraint_error, ApiError};
+use crate::tools::CustomInput;
 
 /// What the output must follow, as the request said it: its [`Spec::constraint`] is what
 /// compiles (and the cache key).
@@ -27,33 +28,61 @@ pub enum Spec {
     Lark(String),
     /// An XGrammar structural tag, as its JSON.
     StructuralTag(Value),
-    /// Tool calls: `<tool_call>CALL</tool_call>`, one, or with `parallel` one or more separated
-    /// by newlines; each call valid against `call_schema`. With `or`, the output may instead be
-    /// that (a response format).
+    /// Tool calls in `format`: one, or with `parallel` one or more; each call's arguments
+    /// valid against its function's parameters. With `or`, the output may instead be that (a
+    /// response format).
     ToolCalls {
-        /// The schema of one call (see [`crate::tools::call_schema`]).
-        call_schema: Value,
+        /// The functions that may be called: name and parameters schema.
+        tools: Vec<(String, Value)>,
+        /// The custom tools that may be called: name and input.
+        custom: Vec<(String, CustomInput)>,
+        /// How the model writes calls.
+        format: ToolCallFormat,
         /// One or more calls.
         parallel: bool,
         /// An alternative to calling.
         or: Option<Box<Spec>>,
     },
-    /// What follows `<tool_call>` once a call opened in free text: the rest of the call
-    /// (`CALL</tool_call>`), then, with `parallel`, more calls.
-    AfterCallOpen {
-        /// The schema of one call.
-        call_schema: Value,
+    /// What follows the format's trigger once calls began in free text: the rest of the calls.
+    AfterTrigger {
+        /// The functions that may be called: name and parameters schema.
+        tools: Vec<(String, Value)>,
+        /// The custom tools that may be called: name and input.
+        custom: Vec<(String, CustomInput)>,
+        /// How the model writes calls.
+        format: ToolCallFormat,
         /// More calls may follow.
         parallel: bool,
+    },
+    /// A reasoning model's answer, after its `</think>`: a little whitespace, then `answer`
+    /// (`None`: any text), or prose in which the format's trigger cannot appear.
+    Answer {
+        /// What the answer follows.
+        answer: Option<Box<Spec>>,
+        /// With tools offered in `auto` mode: calls, or prose without the trigger.
+        prose_without: Option<String>,
     },
 }
 
 impl Spec {
-    /// The facade's constraint: leaves as they are, tool calls in the Hermes format the
-    /// server's prompts describe.
+    /// The facade's constraint: leaves as they are, tool calls in their family's format.
     pub fn constraint(&self) -> Constraint {
-        let format = ToolCallFormat::hermes();
         let call = |schema: &Value| Constraint::JsonSchema(schema.clone());
+        let inputs = |tools: &[(String, Value)],
+                      custom: &[(String, CustomInput)],
+                      format: &ToolCallFormat|
+         -> Vec<(String, CallInput)> {
+            let close = format.text_call_close().unwrap_or_default();
+            tools
+                .iter()
+                .map(|(n, p)| (n.clone(), CallInput::Json(call(p))))
+                .chain(
+                    custom
+                        .iter()
+                        .map(|(n, i)| (n.clone(), CallInput::Text(i.constraint(close)))),
+                )
+                .collect()
+        };
         match self {
             Spec::JsonSchema(schema) => call(schema),
             Spec::Regex(pattern) => Constraint::Regex(pattern.clone()),
@@ -61,20 +90,41 @@ impl Spec {
             Spec::Lark(text) => Constraint::Lark(text.clone()),
             Spec::StructuralTag(tag) => Constraint::StructuralTag(tag.clone()),
             Spec::ToolCalls {
-                call_schema,
+                tools,
+                custom,
+                format,
                 parallel,
                 or,
             } => {
-                let calls = format.calls(call(call_schema), *parallel);
+                let calls = format.calls_of(&inputs(tools, custom, format), *parallel);
                 match or {
                     Some(alternative) => Constraint::AnyOf(vec![calls, alternative.constraint()]),
                     None => calls,
                 }
             }
-            Spec::AfterCallOpen {
-                call_schema,
+            Spec::AfterTrigger {
+                tools,
+                custom,
+                format,
                 parallel,
-            } => format.after_open(call(call_schema), *parallel),
+            } => format.after_trigger_of(&inputs(tools, custom, format), *parallel),
+            Spec::Answer {
+                answer,
+                prose_without,
+            } => {
+                let any_text = |excludes: Vec<&str>| {
+                    Constraint::StructuralTag(serde_json::json!({"type": "structural_tag",
+                        "format": {"type": "any_text", "excludes": excludes}}))
+                };
+                let answer = match (answer, prose_without) {
+                    (Some(a), Some(trigger)) => {
+                        Constraint::AnyOf(vec![a.constraint(), any_text(vec![trigger.as_str()])])
+                    }
+                    (Some(a), None) => a.constraint(),
+                    (None, _) => any_text(Vec::new()),
+                };
+                Constraint::Sequence(vec![Constraint::Regex("[ \\n]{0,4}".into()), answer])
+            }
         }
     }
 
@@ -84,7 +134,11 @@ impl Spec {
             Spec::JsonSchema(_) | Spec::StructuralTag(_) => "response_format",
             Spec::Regex(_) => "regex",
             Spec::Gbnf(_) | Spec::Lark(_) => "grammar",
-            Spec::ToolCalls { .. } | Spec::AfterCallOpen { .. } => "tools",
+            Spec::ToolCalls { .. } | Spec::AfterTrigger { .. } => "tools",
+            Spec::Answer {
+                answer: Some(a), ..
+            } => a.param(),
+            Spec::Answer { answer: None, .. } => "messages",
         }
     }
 
@@ -92,10 +146,13 @@ impl Spec {
     /// parameters, the function and the pointer there).
     fn error(&self, err: &constrain::Error) -> ApiError {
         match self {
-            Spec::ToolCalls { call_schema, .. } | Spec::AfterCallOpen { call_schema, .. } => {
-                crate::tools::parameters_error(call_schema, err)
+            Spec::ToolCalls { tools, .. } | Spec::AfterTrigger { tools, .. } => {
+                crate::tools::parameters_error(tools, err)
                     .unwrap_or_else(|| constraint_error(self.param(), err))
             }
+            Spec::Answer {
+                answer: Some(a), ..
+            } => a.error(err),
             _ => constraint_error(self.param(), err),
         }
     }
@@ -177,15 +234,21 @@ mod tests {
         m.accept_bytes(text.as_bytes()).is_ok() && m.is_accepting()
     }
 
+    fn f_tool() -> Vec<(String, Value)> {
+        vec![(
+            "f".into(),
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+                   "additionalProperties": false}),
+        )]
+    }
+
     #[test]
     fn tool_call_grammars() {
-        let call = json!({"type": "object", "properties": {"name": {"const": "f"},
-            "arguments": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-                          "additionalProperties": false}},
-            "required": ["name", "arguments"], "additionalProperties": false});
         let cache = cache();
         let spec = Spec::ToolCalls {
-            call_schema: call.clone(),
+            tools: f_tool(),
+            custom: Vec::new(),
+            format: ToolCallFormat::generic(),
             parallel: true,
             or: None,
         };
@@ -202,7 +265,9 @@ mod tests {
         assert!(cache.get(&spec).1, "the second time comes from the cache");
 
         let single = Spec::ToolCalls {
-            call_schema: call.clone(),
+            tools: f_tool(),
+            custom: Vec::new(),
+            format: ToolCallFormat::generic(),
             parallel: false,
             or: Some(Box::new(Spec::JsonSchema(json!({"type": "boolean"})))),
         };
@@ -211,8 +276,10 @@ mod tests {
         assert!(!accepts(&g, &format!("{one}\n{one}")));
         assert!(accepts(&g, "true"));
 
-        let after = Spec::AfterCallOpen {
-            call_schema: call,
+        let after = Spec::AfterTrigger {
+            tools: f_tool(),
+            custom: Vec::new(),
+            format: ToolCallFormat::generic(),
             parallel: true,
         };
         let g = cache.get(&after).0.unwrap().grammar.clone();
@@ -220,6 +287,71 @@ mod tests {
             &g,
             "{\"name\": \"f\", \"arguments\": {\"n\": 2}}</tool_call>"
         ));
+    }
+
+    #[test]
+    fn custom_tools_take_text_in_their_grammar_beside_functions() {
+        let cache = cache();
+        let spec = Spec::ToolCalls {
+            tools: f_tool(),
+            custom: vec![
+                (
+                    "math".into(),
+                    CustomInput::Lark("start: NUM (\"+\" NUM)*\nNUM: /[0-9]+/".into()),
+                ),
+                ("note".into(), CustomInput::Text),
+            ],
+            format: ToolCallFormat::generic(),
+            parallel: true,
+            or: None,
+        };
+        let g = cache.get(&spec).0.unwrap().grammar.clone();
+        assert!(accepts(&g, "<tool_call>math\n1+22</tool_call>"));
+        assert!(!accepts(&g, "<tool_call>math\n1+x</tool_call>"));
+        assert!(accepts(
+            &g,
+            "<tool_call>note\nany <b>text</b>\n</tool_call>\n<tool_call>{\"name\": \"f\", \"arguments\": {\"n\": 1}}</tool_call>"
+        ));
+        assert!(!accepts(
+            &g,
+            "<tool_call>note\nno </tool_call> inside</tool_call>"
+        ));
+    }
+
+    #[test]
+    fn answers_after_thinking() {
+        let cache = cache();
+        let json_answer = Spec::Answer {
+            answer: Some(Box::new(Spec::JsonSchema(json!({"type": "integer"})))),
+            prose_without: None,
+        };
+        let g = cache.get(&json_answer).0.unwrap().grammar.clone();
+        assert!(accepts(&g, "\n\n42"));
+        assert!(!accepts(&g, "\n\nforty-two"));
+        let calls_or_prose = Spec::Answer {
+            answer: Some(Box::new(Spec::ToolCalls {
+                tools: f_tool(),
+                custom: Vec::new(),
+                format: ToolCallFormat::hermes(),
+                parallel: false,
+                or: None,
+            })),
+            prose_without: Some("<tool_call>".into()),
+        };
+        let g = cache.get(&calls_or_prose).0.unwrap().grammar.clone();
+        assert!(accepts(&g, "\n\nIt is sunny."));
+        assert!(accepts(
+            &g,
+            "\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"n\": 1}}\n</tool_call>"
+        ));
+        // A call is never written in prose, where it would not be checked.
+        assert!(!accepts(&g, "\n\nSure: <tool_call>\n{\"name\": \"f\"}"));
+        let anything = Spec::Answer {
+            answer: None,
+            prose_without: None,
+        };
+        let g = cache.get(&anything).0.unwrap().grammar.clone();
+        assert!(accepts(&g, "\nwhatever <b>"));
     }
 
     #[test]

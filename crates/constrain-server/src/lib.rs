@@ -34,8 +34,10 @@ pub mod llama;
 pub mod metrics;
 pub mod middleware;
 mod openapi;
+pub mod output;
 pub mod plan;
 pub mod prompt;
+pub mod reasoning;
 pub mod reply;
 pub mod request_log;
 pub mod response_store;
@@ -124,9 +126,12 @@ pub fn serve(options: ServerOptions) -> Result<(), StartError> {
             .map_err(|source| StartError::Listen { addr, source })?;
         let local = listener.local_addr()?;
         eprintln!(
-            "constrain serve: model {} (chat template {}), listening on http://{local}",
+            "constrain serve: model {} (chat template {}, tool calls {}{}), listening on \
+             http://{local}",
             state.model_id(),
-            state.template()
+            state.template(),
+            state.tool_format().name(),
+            if state.reasons() { ", thinks first" } else { "" }
         );
         let deadline = state.options.shutdown_timeout;
         let stop = Arc::new(tokio::sync::Notify::new());

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use constrain::WarningKind;
+use constrain::{ToolCallFormat, WarningKind};
 use constrain_sampling::{PenaltyWindow, SamplerConfig, SamplingError};
 use serde_json::{json, Value};
 
@@ -29,6 +29,8 @@ pub enum Kind {
     Chat {
         /// Whether the model was offered tools to call.
         tools_active: bool,
+        /// Whether the output starts with the model's thinking (`reasoning_content`).
+        reasoning: bool,
     },
     /// `/v1/completions`.
     Completion,
@@ -74,17 +76,33 @@ pub fn chat(state: &AppState, request: &ChatRequest) -> Result<Plan, ApiError> {
         .or(request.sampling.max_tokens);
     let (mut params, n) = gen_params(state, &request.sampling, max_tokens, logprobs)?;
 
-    let tool_plan = tool_plan(request)?;
+    let tool_plan = tool_plan(request, state.tool_format())?;
     let response = response_spec(request.response_format.as_ref(), &request.sampling)?;
-    let spec = chat_spec(tool_plan.as_ref(), response);
+    let thinking = thinking(state, request)?;
+    let spec = chat_spec(
+        tool_plan.as_ref(),
+        response,
+        state.tool_format(),
+        thinking.as_ref(),
+    );
 
     let messages = crate::prompt::chat_messages(
         &request.messages,
         tool_plan
             .as_ref()
             .map(|p| (p.listed.as_slice(), p.required)),
+        state.tool_format(),
     )?;
-    let text = state.template.render(&messages, true);
+    let mut text = state.template.render(&messages, true);
+    if state.reasons() && thinking.is_none() {
+        // Thinking turned off: the prompt holds an empty thought, as reasoning models'
+        // templates write it.
+        text.push_str(&format!(
+            "{}\n\n{}\n\n",
+            crate::reasoning::START,
+            crate::reasoning::END
+        ));
+    }
     let prompt = state
         .tokenizer
         .tokenize(&text)
@@ -93,6 +111,7 @@ pub fn chat(state: &AppState, request: &ChatRequest) -> Result<Plan, ApiError> {
     Ok(Plan {
         kind: Kind::Chat {
             tools_active: tool_plan.is_some(),
+            reasoning: thinking.is_some(),
         },
         prompt,
         params,
@@ -163,6 +182,64 @@ fn include_usage(f: &SamplingFields) -> bool {
     f.stream_options.as_ref().is_some_and(|o| o.include_usage)
 }
 
+/// A reasoning model's thinking, when this request has it: its budget in tokens (`None`:
+/// only `max_tokens` bounds it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Thinking {
+    /// Most tokens of thinking.
+    pub budget: Option<usize>,
+}
+
+/// Whether the model thinks before answering this request: a reasoning model does unless
+/// `chat_template_kwargs` turns it off. A thinking budget or a thinking switch on a model that
+/// does not think is a 400, never ignored.
+fn thinking(state: &AppState, request: &ChatRequest) -> Result<Option<Thinking>, ApiError> {
+    let mut enabled = true;
+    for (key, value) in request.chat_template_kwargs.iter().flatten() {
+        match key.as_str() {
+            "enable_thinking" | "thinking" => {
+                enabled = value.as_bool().ok_or_else(|| {
+                    ApiError::invalid_param(
+                        &format!("chat_template_kwargs.{key}"),
+                        format!("chat_template_kwargs.{key} must be true or false"),
+                    )
+                })?;
+            }
+            other => {
+                return Err(ApiError::invalid_param(
+                    &format!("chat_template_kwargs.{other}"),
+                    format!(
+                        "chat_template_kwargs.{other} is not supported (the chat templates here \
+                         take enable_thinking)"
+                    ),
+                ))
+            }
+        }
+    }
+    let budget = request
+        .thinking_budget
+        .map(|b| b as usize)
+        .or(state.options.reasoning_budget);
+    if !state.reasons() {
+        if enabled && request.chat_template_kwargs.is_some() {
+            return Err(ApiError::invalid_param(
+                "chat_template_kwargs.enable_thinking",
+                "thinking is turned on, but this model does not think before answering \
+                 (see `constrain serve --reasoning`)",
+            ));
+        }
+        if request.thinking_budget.is_some() {
+            return Err(ApiError::invalid_param(
+                "thinking_budget",
+                "thinking_budget is given, but this model does not think before answering \
+                 (see `constrain serve --reasoning`)",
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(enabled.then_some(Thinking { budget }))
+}
+
 /// Which tools the model sees and may call.
 struct ToolPlan<'a> {
     /// Listed in the system turn.
@@ -174,9 +251,12 @@ struct ToolPlan<'a> {
     parallel: bool,
 }
 
-fn tool_plan(request: &ChatRequest) -> Result<Option<ToolPlan<'_>>, ApiError> {
+fn tool_plan<'r>(
+    request: &'r ChatRequest,
+    format: &ToolCallFormat,
+) -> Result<Option<ToolPlan<'r>>, ApiError> {
     let tools = request.tools.as_deref().unwrap_or_default();
-    tools::check_tools(tools)?;
+    tools::check_tools(tools, format)?;
     let parallel = request.parallel_tool_calls.unwrap_or(true);
     let all: Vec<&Tool> = tools.iter().collect();
     let choice = request
@@ -209,22 +289,23 @@ fn tool_plan(request: &ChatRequest) -> Result<Option<ToolPlan<'_>>, ApiError> {
             )),
         },
         ToolChoice::Named(named) => {
-            if named.kind != "function" {
-                return Err(ApiError::invalid_param(
-                    "tool_choice.type",
-                    "the type of a named tool choice must be \"function\"",
-                ));
-            }
+            let (name, field) =
+                match (named.kind.as_str(), &named.custom) {
+                    ("function", _) => (&named.function.name, "tool_choice.function.name"),
+                    ("custom", Some(custom)) => (&custom.name, "tool_choice.custom.name"),
+                    _ => return Err(ApiError::invalid_param(
+                        "tool_choice.type",
+                        "a named tool choice is {\"type\": \"function\", \"function\": {\"name\": \
+                         ...}} or {\"type\": \"custom\", \"custom\": {\"name\": ...}}",
+                    )),
+                };
             let Some(tool) = tools
                 .iter()
-                .find(|t| t.function.name == named.function.name)
+                .find(|t| t.name() == name && (t.kind == "custom") == (named.kind == "custom"))
             else {
                 return Err(ApiError::invalid_param(
-                    "tool_choice.function.name",
-                    format!(
-                        "tool_choice names {:?}, which is not in `tools`",
-                        named.function.name
-                    ),
+                    field,
+                    format!("tool_choice names {name:?}, which is not in `tools`"),
                 ));
             };
             Ok(Some(ToolPlan {
@@ -240,8 +321,10 @@ fn tool_plan(request: &ChatRequest) -> Result<Option<ToolPlan<'_>>, ApiError> {
 /// How a compiled spec is used, and what the response says about it.
 #[derive(Clone)]
 pub struct ConstraintUse {
-    /// Free text until `<tool_call>`, then the spec.
+    /// Free text until the tool-call format's trigger, then the spec.
     pub triggered: bool,
+    /// Thinking first (free text until `</think>`), then the spec.
+    pub thinking: Option<Thinking>,
     /// `json_schema`, `json_object`, `regex`, `grammar`, `lark`, `structural_tag`, `tool_calls`.
     pub kind: &'static str,
     /// `strict` as the request gave it.
@@ -268,6 +351,7 @@ pub fn response_spec(
     let mut found: Vec<(&str, Spec, ConstraintUse)> = Vec::new();
     let uses = |kind, strict| ConstraintUse {
         triggered: false,
+        thinking: None,
         kind,
         strict,
     };
@@ -348,52 +432,94 @@ pub fn response_spec(
 
 /// The constraint of a chat answer. With tools to call: calls only (`required` or a named
 /// function), calls or the response's own constraint (`auto` beside one), or calls after
-/// `<tool_call>` in free text (`auto`); without tools, the response's own constraint.
+/// the format's trigger in free text (`auto`); without tools, the response's own constraint.
+/// With thinking, that constraint applies to the answer after it (in `auto` mode: calls, or
+/// prose in which no call can open).
 fn chat_spec(
     tool_plan: Option<&ToolPlan<'_>>,
     response: Option<(Spec, ConstraintUse)>,
+    format: &ToolCallFormat,
+    thinking: Option<&Thinking>,
 ) -> Option<(Spec, ConstraintUse)> {
-    match tool_plan {
+    let (spec, used) = match tool_plan {
         Some(plan) => {
-            let call_schema = tools::call_schema(&plan.callable);
+            let tools = tools::callable(&plan.callable);
+            let custom = tools::custom_callable(&plan.callable);
             let strict = plan
                 .callable
                 .iter()
                 .any(|t| t.function.strict == Some(true));
             let used = |triggered| ConstraintUse {
                 triggered,
+                thinking: None,
                 kind: "tool_calls",
                 strict: Some(strict),
             };
+            let calls = |or| Spec::ToolCalls {
+                tools: tools.clone(),
+                custom: custom.clone(),
+                format: format.clone(),
+                parallel: plan.parallel,
+                or,
+            };
             if plan.required {
-                Some((
-                    Spec::ToolCalls {
-                        call_schema,
-                        parallel: plan.parallel,
-                        or: None,
+                (calls(None), used(false))
+            } else if let Some((alternative, _)) = response {
+                (calls(Some(Box::new(alternative))), used(false))
+            } else if thinking.is_some() {
+                let answer = Spec::Answer {
+                    answer: Some(Box::new(calls(None))),
+                    prose_without: Some(format.trigger_text().to_string()),
+                };
+                return Some((
+                    answer,
+                    ConstraintUse {
+                        thinking: thinking.copied(),
+                        ..used(false)
                     },
-                    used(false),
-                ))
-            } else if let Some((alternative, _)) = response.clone() {
-                Some((
-                    Spec::ToolCalls {
-                        call_schema,
-                        parallel: plan.parallel,
-                        or: Some(Box::new(alternative)),
-                    },
-                    used(false),
-                ))
+                ));
             } else {
-                Some((
-                    Spec::AfterCallOpen {
-                        call_schema,
-                        parallel: plan.parallel,
-                    },
-                    used(true),
-                ))
+                let after = Spec::AfterTrigger {
+                    tools: tools.clone(),
+                    custom: custom.clone(),
+                    format: format.clone(),
+                    parallel: plan.parallel,
+                };
+                (after, used(true))
             }
         }
-        None => response,
+        None => match response {
+            Some(r) => r,
+            // Thinking within a budget needs the end of the thought forced, then any answer.
+            None => match thinking {
+                Some(t) if t.budget.is_some() => (
+                    Spec::Answer {
+                        answer: None,
+                        prose_without: None,
+                    },
+                    ConstraintUse {
+                        triggered: false,
+                        thinking: Some(*t),
+                        kind: "reasoning",
+                        strict: None,
+                    },
+                ),
+                _ => return None,
+            },
+        },
+    };
+    match thinking {
+        Some(t) => Some((
+            Spec::Answer {
+                answer: Some(Box::new(spec)),
+                prose_without: None,
+            },
+            ConstraintUse {
+                thinking: Some(*t),
+                ..used
+            },
+        )),
+        None => Some((spec, used)),
     }
 }
 
@@ -447,14 +573,26 @@ pub async fn prepare(
         "type": used.kind,
         "enforced": true,
         "strict": used.strict,
-        "triggered_by": used.triggered.then_some(tools::CALL_OPEN),
+        "triggered_by": if used.triggered {
+            Some(state.tool_format().trigger_text())
+        } else if used.thinking.is_some() {
+            Some(crate::reasoning::END)
+        } else {
+            None
+        },
         "cached": cached,
         "warnings": compiled.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
     });
-    let constraint = Some(if used.triggered {
-        ConstraintKind::Triggered(state.trigger.clone(), compiled.grammar.clone())
-    } else {
-        ConstraintKind::Grammar(compiled.grammar.clone())
+    let constraint = Some(match (&state.reasoning, used.thinking) {
+        (Some(end), Some(thinking)) => ConstraintKind::Reasoning {
+            end: end.clone(),
+            grammar: compiled.grammar.clone(),
+            budget: thinking.budget,
+        },
+        _ if used.triggered => {
+            ConstraintKind::Triggered(state.trigger.clone(), compiled.grammar.clone())
+        }
+        _ => ConstraintKind::Grammar(compiled.grammar.clone()),
     });
     Ok(Prepared {
         constraint,

@@ -2,6 +2,7 @@
 //! turn, the assistant's past calls spelled as the model writes them, tool results as
 //! `<tool_response>` turns; and the tokenizer that turns the rendered prompt into tokens.
 
+use constrain::ToolCallFormat;
 use constrain_llama::ChatMessage;
 
 use crate::api::{Message, Tool};
@@ -23,10 +24,11 @@ impl<T: Tokenize + ?Sized> Tokenize for &T {
 }
 
 /// The turns to render. `tools` are listed in the system turn (`required`: the model is told it
-/// must call one); `None` lists none.
+/// must call one); `None` lists none. Past calls are spelled in `format`.
 pub fn chat_messages(
     messages: &[Message],
     tools: Option<(&[&Tool], bool)>,
+    format: &ToolCallFormat,
 ) -> Result<Vec<ChatMessage>, ApiError> {
     if messages.is_empty() {
         return Err(ApiError::invalid_param(
@@ -53,14 +55,37 @@ pub fn chat_messages(
             }
             "assistant" => {
                 let mut text = text;
-                for call in m.tool_calls.iter().flatten() {
+                let calls: Vec<(&str, &str)> = m
+                    .tool_calls
+                    .iter()
+                    .flatten()
+                    .filter(|c| c.custom.is_none())
+                    .map(|c| (c.function.name.as_str(), c.function.arguments.as_str()))
+                    .collect();
+                if !calls.is_empty() {
                     if !text.is_empty() {
-                        text.push_str(tools::CALL_SEPARATOR);
+                        text.push('\n');
                     }
-                    text.push_str(&tools::render_call(
-                        &call.function.name,
-                        &call.function.arguments,
-                    ));
+                    text.push_str(&tools::render_calls(format, &calls));
+                }
+                // Custom tools' calls, in the format's text-call form.
+                for custom in m
+                    .tool_calls
+                    .iter()
+                    .flatten()
+                    .filter_map(|c| c.custom.as_ref())
+                {
+                    let Some(call) = format.render_text_call(&custom.name, &custom.input) else {
+                        return Err(ApiError::invalid_param(
+                            &format!("{param}.tool_calls"),
+                            "a custom tool's call in the history needs the generic tool-call \
+                             format",
+                        ));
+                    };
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&call);
                 }
                 out.push(ChatMessage::new("assistant", text));
             }
@@ -89,7 +114,7 @@ pub fn chat_messages(
     }
     if let Some((tools, required)) = tools {
         if !tools.is_empty() {
-            system.push(tools::system_prompt(tools, required));
+            system.push(tools::system_prompt(tools, required, format));
         }
     }
     let system: Vec<String> = system.into_iter().filter(|s| !s.is_empty()).collect();
@@ -119,7 +144,7 @@ mod tests {
             {"role": "tool", "tool_call_id": "c1", "content": "12C"}
         ]));
         let tool: Tool = serde_json::from_value(json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})).unwrap();
-        let turns = chat_messages(&m, Some((&[&tool], false))).unwrap();
+        let turns = chat_messages(&m, Some((&[&tool], false)), &ToolCallFormat::generic()).unwrap();
         assert_eq!(turns.len(), 4);
         assert_eq!(turns[0].role, "system");
         assert!(turns[0].content.starts_with("Be brief.\n\nYou may call"));
@@ -136,9 +161,14 @@ mod tests {
 
     #[test]
     fn bad_roles_and_empty_conversations() {
-        assert!(chat_messages(&[], None).is_err());
-        let e =
-            chat_messages(&messages(json!([{"role": "robot", "content": "x"}])), None).unwrap_err();
+        let generic = ToolCallFormat::generic();
+        assert!(chat_messages(&[], None, &generic).is_err());
+        let e = chat_messages(
+            &messages(json!([{"role": "robot", "content": "x"}])),
+            None,
+            &generic,
+        )
+        .unwrap_err();
         assert_eq!(e.param.as_deref(), Some("messages[0].role"));
     }
 }

@@ -20,10 +20,11 @@ use tokio::sync::mpsc;
 
 use crate::engine::{Done, Event, Finish, TokenLogprob};
 use crate::error::ApiError;
+use crate::output::{self, OutputReader, Piece};
 use crate::plan::{random_u64, Kind, Plan};
 use crate::request_log::{Admission, RequestLog};
 use crate::state::AppState;
-use crate::tools::{self, CallStreamer, StreamPiece};
+use constrain::CallPiece;
 use constrain::StepTrace;
 
 /// Reported as `system_fingerprint`.
@@ -245,20 +246,32 @@ impl Reply {
 
     fn choice(&self, d: &Done, lp: &[TokenLogprob]) -> Value {
         match self.kind {
-            Kind::Chat { tools_active } => {
-                let (content, calls) = if tools_active {
-                    tools::parse_calls(&d.text)
-                } else {
-                    (d.text.clone(), Vec::new())
-                };
+            Kind::Chat {
+                tools_active,
+                reasoning,
+            } => {
+                let format = tools_active.then(|| self.state.tool_format());
+                let output::Read {
+                    reasoning: thought,
+                    content,
+                    calls,
+                } = output::read(&d.text, format, reasoning);
                 let mut message = json!({"role": "assistant", "content": content, "refusal": null});
+                if let Some(thought) = thought {
+                    message["reasoning_content"] = json!(thought);
+                }
                 let mut finish = finish_name(d.finish);
                 if !calls.is_empty() {
                     let calls: Vec<Value> = calls
                         .iter()
                         .map(|c| {
-                            json!({"id": new_id("call_"), "type": "function",
-                                   "function": {"name": c.name, "arguments": c.arguments}})
+                            if c.text_input {
+                                json!({"id": new_id("call_"), "type": "custom",
+                                       "custom": {"name": c.name, "input": c.arguments}})
+                            } else {
+                                json!({"id": new_id("call_"), "type": "function",
+                                       "function": {"name": c.name, "arguments": c.arguments}})
+                            }
                         })
                         .collect();
                     message["tool_calls"] = Value::Array(calls);
@@ -285,14 +298,24 @@ impl Reply {
         }
     }
 
+    /// A reader of one choice's text: thinking, content and calls for a chat answer.
+    fn reader(&self) -> OutputReader {
+        match self.kind {
+            Kind::Chat {
+                tools_active,
+                reasoning,
+            } => OutputReader::new(tools_active.then(|| self.state.tool_format()), reasoning),
+            Kind::Completion => OutputReader::new(None, false),
+        }
+    }
+
     /// Streams server-sent events as the sequences generate.
     fn stream(self, mut rx: mpsc::UnboundedReceiver<Event>, include_usage: bool) -> Response {
         let (out, out_rx) = mpsc::channel::<String>(64);
         tokio::spawn(async move {
-            let tools_active = matches!(self.kind, Kind::Chat { tools_active: true });
-            let mut streamers: Vec<CallStreamer> =
-                (0..self.n).map(|_| CallStreamer::new()).collect();
-            let mut call_ids: Vec<Vec<String>> = vec![Vec::new(); self.n];
+            let mut readers: Vec<OutputReader> = (0..self.n).map(|_| self.reader()).collect();
+            // Per choice, whether each call so far is a custom tool's.
+            let mut call_ids: Vec<Vec<bool>> = vec![Vec::new(); self.n];
             let mut counts = Counts::default();
             let mut first = true;
             let mut remaining = self.n;
@@ -330,8 +353,7 @@ impl Reply {
                             index,
                             &text,
                             &logprobs,
-                            tools_active,
-                            &mut streamers[index],
+                            &mut readers[index],
                             &mut call_ids[index],
                         );
                         if self.trace && !trace.is_empty() {
@@ -343,8 +365,8 @@ impl Reply {
                         remaining -= 1;
                         counts.add(&d);
                         let mut chunks = Vec::new();
-                        if tools_active {
-                            let pieces = streamers[d.index].finish();
+                        if let Kind::Chat { .. } = self.kind {
+                            let pieces = readers[d.index].finish();
                             chunks.extend(self.pieces_chunks(
                                 d.index,
                                 pieces,
@@ -352,14 +374,12 @@ impl Reply {
                                 &mut call_ids[d.index],
                             ));
                         }
-                        let finish = if tools_active
-                            && streamers[d.index].calls() > 0
-                            && d.finish == Finish::Stop
-                        {
-                            "tool_calls"
-                        } else {
-                            finish_name(d.finish)
-                        };
+                        let finish =
+                            if readers[d.index].calls_started() > 0 && d.finish == Finish::Stop {
+                                "tool_calls"
+                            } else {
+                                finish_name(d.finish)
+                            };
                         let choice = match self.kind {
                             Kind::Chat { .. } => {
                                 json!({"index": d.index, "delta": {}, "logprobs": null, "finish_reason": finish})
@@ -420,9 +440,8 @@ impl Reply {
         index: usize,
         text: &str,
         logprobs: &[TokenLogprob],
-        tools_active: bool,
-        streamer: &mut CallStreamer,
-        ids: &mut Vec<String>,
+        reader: &mut OutputReader,
+        ids: &mut Vec<bool>,
     ) -> Vec<Value> {
         match self.kind {
             Kind::Completion => {
@@ -430,13 +449,7 @@ impl Reply {
                     "logprobs": self.logprobs.then(|| completion_logprobs(logprobs)), "finish_reason": null}]))]
             }
             Kind::Chat { .. } => {
-                let pieces = if tools_active {
-                    streamer.push(text)
-                } else if text.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![StreamPiece::Content(text.to_string())]
-                };
+                let pieces = reader.push(text);
                 let mut chunks = self.pieces_chunks(index, pieces, logprobs, ids);
                 if chunks.is_empty() && self.logprobs && !logprobs.is_empty() {
                     chunks.push(self.envelope(
@@ -470,26 +483,40 @@ impl Reply {
     fn pieces_chunks(
         &self,
         index: usize,
-        pieces: Vec<StreamPiece>,
+        pieces: Vec<Piece>,
         logprobs: &[TokenLogprob],
-        ids: &mut Vec<String>,
+        ids: &mut Vec<bool>,
     ) -> Vec<Value> {
         let mut out = Vec::new();
         let mut lp = Some(logprobs).filter(|l| self.logprobs && !l.is_empty());
         for piece in pieces {
             let delta = match piece {
-                StreamPiece::Content(c) => json!({"content": c}),
-                StreamPiece::CallStart { index: call, name } => {
+                Piece::Reasoning(r) => json!({"reasoning_content": r}),
+                Piece::Answer(CallPiece::Content(c)) => json!({"content": c}),
+                Piece::Answer(CallPiece::CallStart {
+                    index: call,
+                    name,
+                    text_input,
+                }) => {
+                    ids.push(text_input);
                     let id = new_id("call_");
-                    ids.push(id.clone());
-                    json!({"tool_calls": [{"index": call, "id": id, "type": "function",
-                                           "function": {"name": name, "arguments": ""}}]})
+                    if text_input {
+                        json!({"tool_calls": [{"index": call, "id": id, "type": "custom",
+                                               "custom": {"name": name, "input": ""}}]})
+                    } else {
+                        json!({"tool_calls": [{"index": call, "id": id, "type": "function",
+                                               "function": {"name": name, "arguments": ""}}]})
+                    }
                 }
-                StreamPiece::CallArguments {
+                Piece::Answer(CallPiece::CallArguments {
                     index: call,
                     fragment,
-                } => {
-                    json!({"tool_calls": [{"index": call, "function": {"arguments": fragment}}]})
+                }) => {
+                    if ids.get(call).copied().unwrap_or(false) {
+                        json!({"tool_calls": [{"index": call, "custom": {"input": fragment}}]})
+                    } else {
+                        json!({"tool_calls": [{"index": call, "function": {"arguments": fragment}}]})
+                    }
                 }
             };
             let logprobs = lp.take().map(chat_logprobs);

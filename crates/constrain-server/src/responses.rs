@@ -24,11 +24,11 @@ use tokio::sync::mpsc;
 use crate::api::Message;
 use crate::engine::{Done, Event, Finish};
 use crate::error::ApiError;
+use crate::output::OutputReader;
 use crate::plan::{self, Kind, Plan};
 use crate::reply::{new_id, unix_now};
 use crate::request_log::{Admission, RequestLog};
 use crate::state::AppState;
-use crate::tools::{CallStreamer, StreamPiece};
 
 pub use self::output::Item;
 pub use self::request::{rename_error, ResponsesRequest};
@@ -139,7 +139,10 @@ struct Reply {
     echo: Value,
     keep: Option<Vec<Message>>,
     prompt_tokens: usize,
-    tools_active: bool,
+    /// The format of the calls read from the answer (`None`: no tools).
+    format: Option<constrain::ToolCallFormat>,
+    /// Whether the answer starts with the model's thinking.
+    reasoning: bool,
     stream: bool,
     constraint_info: Value,
     arrived: Instant,
@@ -156,6 +159,7 @@ impl Reply {
     ) -> Reply {
         let id = new_id("resp_");
         let plan = &turn.plan;
+        let format = state.tool_format().clone();
         Reply {
             log: RequestLog::new(
                 id.clone(),
@@ -172,7 +176,21 @@ impl Reply {
             id,
             created_at: unix_now(),
             prompt_tokens: plan.prompt.len(),
-            tools_active: matches!(plan.kind, Kind::Chat { tools_active: true }),
+            format: matches!(
+                plan.kind,
+                Kind::Chat {
+                    tools_active: true,
+                    ..
+                }
+            )
+            .then_some(format),
+            reasoning: matches!(
+                plan.kind,
+                Kind::Chat {
+                    reasoning: true,
+                    ..
+                }
+            ),
             stream: plan.stream,
             echo: turn.echo,
             keep: turn.keep,
@@ -252,7 +270,7 @@ impl Reply {
         };
         self.log.ok(done.completion_tokens);
         let cut = done.finish == Finish::Length;
-        let output = output::items(&done.text, self.tools_active, cut);
+        let output = output::items(&done.text, self.format.as_ref(), self.reasoning, cut);
         self.store(&output);
         let status = if cut { "incomplete" } else { "completed" };
         Ok(Json(self.body(status, &output, Some(&done))).into_response())
@@ -265,7 +283,7 @@ impl Reply {
         let (out, out_rx) = mpsc::channel::<Value>(64);
         tokio::spawn(async move {
             let mut writer = output::Writer::new();
-            let mut streamer = CallStreamer::new();
+            let mut streamer = OutputReader::new(self.format.as_ref(), self.reasoning);
             let mut first = true;
             let created = self.body("in_progress", &[], None);
             let mut events = vec![
@@ -282,14 +300,8 @@ impl Reply {
                 match rx.recv().await {
                     Some(Event::Delta { text, .. }) => {
                         self.first_text(&text, &mut first);
-                        let pieces = if self.tools_active {
-                            streamer.push(&text)
-                        } else if text.is_empty() {
-                            Vec::new()
-                        } else {
-                            vec![StreamPiece::Content(text)]
-                        };
-                        pieces
+                        streamer
+                            .push(&text)
                             .into_iter()
                             .for_each(|p| events.extend(writer.push(p)));
                     }

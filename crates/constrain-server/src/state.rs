@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use constrain::{TokenIndex, Trigger};
+use constrain::{TokenIndex, ToolCallFormat, Trigger};
 use constrain_llama::{ChatTemplate, LoadOptions, Model, SessionOptions};
 use constrain_sampling::SamplerConfig;
 use constrain_vocab::Vocabulary;
@@ -20,7 +20,7 @@ use crate::metrics::Metrics;
 use crate::prompt::Tokenize;
 use crate::response_store::ResponseStore;
 use crate::scheduler::{SchedulerOptions, SlotModel};
-use crate::tools;
+
 use crate::worker::{Engine, EngineOptions};
 
 /// Everything `constrain serve` is configured with.
@@ -54,6 +54,15 @@ pub struct ServerOptions {
     pub api_key: Option<String>,
     /// The chat template (`None`: the model's own, by family).
     pub chat_template: Option<ChatTemplate>,
+    /// How the model writes tool calls (`None`: the family its own template writes, else
+    /// `generic`).
+    pub tool_format: Option<ToolCallFormat>,
+    /// Whether the model thinks before it answers (`None`: when its own template has
+    /// `</think>`).
+    pub reasoning: Option<bool>,
+    /// Most tokens of thinking before the answer is forced (`None`: only `max_tokens` bounds
+    /// it, with room kept for the answer).
+    pub reasoning_budget: Option<usize>,
     /// How schemas compile (layout, property order, escapes).
     pub schema_options: constrain::SchemaOptions,
     /// Compile-time budget of one constraint.
@@ -97,6 +106,9 @@ impl ServerOptions {
             shutdown_timeout: Duration::from_secs(10),
             api_key: None,
             chat_template: None,
+            tool_format: None,
+            reasoning: None,
+            reasoning_budget: None,
             // The layout `constrain serve` documents: one line, Python's separators, canonical
             // strings, no undeclared members; reading tool calls back while they stream
             // relies on it.
@@ -144,7 +156,10 @@ pub struct AppState {
     pub(crate) template: ChatTemplate,
     pub(crate) engine: Engine,
     pub(crate) grammars: GrammarCache,
+    pub(crate) tool_format: ToolCallFormat,
     pub(crate) trigger: Arc<Trigger>,
+    /// With a reasoning model: the end of its thinking, as a trigger.
+    pub(crate) reasoning: Option<Arc<Trigger>>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) responses: ResponseStore,
     pub(crate) options: ServerOptions,
@@ -164,6 +179,20 @@ impl AppState {
             Some(t) => t,
             None => model.chat_template()?,
         };
+        // The model's own template tells how it writes calls and whether it thinks.
+        let own = model.chat_template_text().unwrap_or_default();
+        let mut options = options;
+        options.tool_format = Some(
+            options
+                .tool_format
+                .take()
+                .unwrap_or_else(|| ToolCallFormat::detect(&own)),
+        );
+        options.reasoning = Some(
+            options
+                .reasoning
+                .unwrap_or_else(|| own.contains(crate::reasoning::END)),
+        );
         let open = crate::llama::open_slots(
             model,
             options.parallel,
@@ -226,7 +255,13 @@ impl AppState {
             },
             options.grammar_cache,
         );
-        let trigger = Arc::new(Trigger::new(tools::CALL_OPEN, &vocabulary));
+        let tool_format = options
+            .tool_format
+            .clone()
+            .unwrap_or_else(ToolCallFormat::generic);
+        let trigger = tool_format.trigger(&vocabulary);
+        let reasoning = (options.reasoning == Some(true))
+            .then(|| Arc::new(Trigger::new(crate::reasoning::END, &vocabulary)));
         Ok(AppState {
             vocabulary,
             tokenizer: backend.tokenizer,
@@ -235,7 +270,9 @@ impl AppState {
             template: backend.template,
             engine,
             grammars,
+            tool_format,
             trigger,
+            reasoning,
             metrics,
             responses: ResponseStore::new(options.responses_store_bytes),
             options,
@@ -253,6 +290,16 @@ impl AppState {
     /// The chat template in use.
     pub fn template(&self) -> ChatTemplate {
         self.template
+    }
+
+    /// How the model writes tool calls.
+    pub fn tool_format(&self) -> &ToolCallFormat {
+        &self.tool_format
+    }
+
+    /// Whether the model thinks before it answers.
+    pub fn reasons(&self) -> bool {
+        self.reasoning.is_some()
     }
 
     /// Stops the scheduler (see [`Engine::stop`]); requests still running fail with 503.

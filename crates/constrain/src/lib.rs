@@ -89,7 +89,9 @@ pub use lookup::{
 pub use sampler::{ConstrainedSampler, Generation, StopReason};
 pub use step::{Emitted, Next, Step, StepConstraint, StepOptions, StepStats, Stop, Verified};
 pub use structural_tag::StructuralTagError;
-pub use tool_calls::ToolCallFormat;
+pub use tool_calls::{
+    CallInput, CallPiece, CallReader, ParsedCall, ToolCallFormat, TOOL_CALL_FORMATS,
+};
 pub use trace::{Candidate, Origin, StepTrace};
 pub use triggered::{Trigger, TriggeredMatcher};
 

@@ -52,6 +52,9 @@ pub struct Trigger {
     /// that start with the trigger's bytes from `k` on (they finish a trigger whose first `k`
     /// bytes ended the output so far).
     completing: Vec<Vec<u32>>,
+    /// `leading[k]`: tokens whose bytes are a proper, non-empty prefix of the trigger's bytes
+    /// from `k` on (they write more of it without finishing it).
+    leading: Vec<Vec<u32>>,
     /// Every token id (text, special and end tokens): the mask of free text.
     everything: Vec<u32>,
     /// The end-of-generation tokens.
@@ -72,6 +75,7 @@ impl Trigger {
         let bytes = text.as_bytes().to_vec();
         assert!(!bytes.is_empty(), "a trigger must not be empty");
         let mut completing = vec![Vec::new(); bytes.len()];
+        let mut leading = vec![Vec::new(); bytes.len()];
         let words = vocabulary.logits_width().div_ceil(32);
         let mut everything = vec![0u32; words];
         let mut eos = Vec::new();
@@ -89,10 +93,19 @@ impl Trigger {
                     list.push(id);
                 }
             }
+            for (k, list) in leading.iter_mut().enumerate() {
+                if !token.is_empty()
+                    && token.len() < bytes.len() - k
+                    && bytes[k..].starts_with(token)
+                {
+                    list.push(id);
+                }
+            }
         }
         Trigger {
             bytes,
             completing,
+            leading,
             everything,
             eos,
             words,
@@ -130,6 +143,10 @@ pub struct TriggeredMatcher {
     budget: Option<usize>,
     /// Tokens accepted before the trigger (the end token not counted).
     free_tokens: usize,
+    /// Most tokens of free text: from then on only tokens that write the trigger are allowed.
+    free_limit: Option<usize>,
+    /// Whether the output must reach the trigger (no end before it).
+    required: bool,
 }
 
 impl TriggeredMatcher {
@@ -155,7 +172,54 @@ impl TriggeredMatcher {
             verdicts: HashMap::new(),
             budget: None,
             free_tokens: 0,
+            free_limit: None,
+            required: false,
         }
+    }
+
+    /// With `true`, the output may not end before the trigger: the grammar's part is an
+    /// answer that must come (after a reasoning model's thinking), not an option.
+    pub fn set_trigger_required(&mut self, required: bool) {
+        self.required = required;
+    }
+
+    /// Bounds the free text to `max_tokens` (`None`: no bound): once that many tokens of it
+    /// are written, only tokens that go on writing the trigger are allowed, each one bringing
+    /// it closer, so the trigger and the grammar's output follow (a reasoning model's thinking
+    /// budget: `</think>`, then the answer).
+    pub fn set_free_limit(&mut self, max_tokens: Option<usize>) {
+        self.free_limit = max_tokens;
+    }
+
+    /// The most tokens the trigger and the grammar's shortest output take once the free text
+    /// must end: what a whole-output budget keeps in reserve for them.
+    pub fn reserve(&self) -> Result<usize, MatchError> {
+        let shortest = Matcher::new(self.grammar.clone())
+            .shortest_completion()?
+            .map_or(0, |c| c.tokens.len());
+        // At worst a token per byte of the trigger, and the end token.
+        Ok(self.trigger.bytes.len() + shortest + 1)
+    }
+
+    /// Whether the free text is over its limit and the trigger must be written now.
+    fn closing(&self) -> bool {
+        self.matcher.is_none() && self.free_limit.is_some_and(|l| self.free_tokens >= l)
+    }
+
+    /// While [`closing`](Self::closing): the tokens that write more of the trigger (after the
+    /// longest part of it the output ends with) or finish it.
+    fn closing_candidates(&self) -> Vec<u32> {
+        let t = &self.trigger;
+        let k = (1..t.bytes.len())
+            .rev()
+            .find(|&k| self.tail.ends_with(&t.bytes[..k]))
+            .unwrap_or(0);
+        let mut out = t.completing[0].clone();
+        if k > 0 {
+            out.extend_from_slice(&t.completing[k]);
+        }
+        out.extend_from_slice(&t.leading[k]);
+        out
     }
 
     /// Bounds the whole output to `max_tokens` (`None`: no bound), so that what the grammar
@@ -234,9 +298,23 @@ impl TriggeredMatcher {
             mask.fill(0);
             return Ok(());
         }
+        if self.closing() {
+            mask.fill(0);
+            for token in self.closing_candidates() {
+                if self.untriggered_allows(token)? {
+                    mask[(token >> 5) as usize] |= 1 << (token & 31);
+                }
+            }
+            return Ok(());
+        }
         mask.copy_from_slice(&self.trigger.everything);
         for token in self.candidates() {
             if !self.untriggered_allows(token)? {
+                mask[(token >> 5) as usize] &= !(1 << (token & 31));
+            }
+        }
+        if self.required {
+            for &token in &self.trigger.eos {
                 mask[(token >> 5) as usize] &= !(1 << (token & 31));
             }
         }
@@ -253,6 +331,9 @@ impl TriggeredMatcher {
         }
         let vocab = self.grammar.vocabulary();
         if vocab.token_bytes(token).is_none() {
+            return Ok(false);
+        }
+        if self.closing() && !self.closing_candidates().contains(&token) {
             return Ok(false);
         }
         self.untriggered_allows(token)
@@ -273,7 +354,13 @@ impl TriggeredMatcher {
                 vocab_size: vocab.logits_width(),
             });
         };
+        if self.closing() && !self.closing_candidates().contains(&token) {
+            return Err(MatchError::TokenNotAllowed { token });
+        }
         if vocab.kind(token) == Some(TokenKind::EndOfSequence) {
+            if self.required {
+                return Err(MatchError::TokenNotAllowed { token });
+            }
             self.ended = true;
             return Ok(());
         }
@@ -313,7 +400,7 @@ impl TriggeredMatcher {
     pub fn is_accepting(&self) -> bool {
         match &self.matcher {
             Some(m) => m.is_accepting(),
-            None => !self.ended,
+            None => !self.ended && !self.required && !self.closing(),
         }
     }
 
@@ -354,7 +441,7 @@ impl TriggeredMatcher {
             return Ok(false);
         };
         if kind == TokenKind::EndOfSequence || self.trigger.eos.contains(&token) {
-            return Ok(true);
+            return Ok(!self.required);
         }
         let Some(end) = self.completion(bytes) else {
             return Ok(true);
@@ -455,6 +542,30 @@ mod tests {
         assert!(m.is_triggered());
         assert_eq!(m.trigger_start(), Some(1));
         assert!(m.is_accepting());
+    }
+
+    #[test]
+    fn past_the_free_limit_only_the_trigger_is_written() {
+        let pieces = ["a", "<", "t", ">", "<t", "<t>", "<t>1", "1", "<eos>", "<x"];
+        let (mut m, _) = setup(&pieces, "<t>", "[0-9]");
+        m.set_free_limit(Some(2));
+        m.set_trigger_required(true);
+        // No end before the trigger when it is required.
+        assert!(!allowed(&mut m).contains(&8));
+        assert!(!m.is_accepting());
+        m.accept_token(0).unwrap();
+        m.accept_token(0).unwrap();
+        // Over the limit: tokens that begin or finish the trigger ("<x" neither).
+        assert_eq!(allowed(&mut m), vec![1, 4, 5, 6]);
+        assert!(m.accept_token(0).is_err());
+        m.accept_token(4).unwrap();
+        // "<t" written: only what finishes it ("<" would start over, and is refused).
+        assert_eq!(allowed(&mut m), vec![3, 5, 6]);
+        m.accept_token(3).unwrap();
+        assert!(m.is_triggered());
+        assert_eq!(allowed(&mut m), vec![7]);
+        // Three bytes of trigger, one digit, the end.
+        assert_eq!(m.reserve().unwrap(), 5);
     }
 
     #[test]

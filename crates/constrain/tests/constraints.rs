@@ -34,13 +34,6 @@ fn accepts(constraint: &Constraint, text: &str) -> bool {
     m.accept_bytes(text.as_bytes()).is_ok() && m.is_accepting()
 }
 
-fn call_schema() -> serde_json::Value {
-    json!({"type": "object", "properties": {"name": {"const": "f"},
-        "arguments": {"type": "object", "properties": {"n": {"type": "integer"}},
-                      "required": ["n"], "additionalProperties": false}},
-        "required": ["name", "arguments"], "additionalProperties": false})
-}
-
 const ONE: &str = "<tool_call>{\"name\": \"f\", \"arguments\": {\"n\": 1}}</tool_call>";
 
 #[test]
@@ -110,18 +103,31 @@ fn schemas_take_the_compilations_options_unless_they_carry_their_own() {
     ));
 }
 
+fn tools() -> Vec<(String, Constraint)> {
+    vec![(
+        "f".to_string(),
+        Constraint::JsonSchema(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}},
+            "required": ["n"], "additionalProperties": false}),
+        ),
+    )]
+}
+
 #[test]
 fn tool_calls_compose_text_and_a_schema() {
-    let format = ToolCallFormat::hermes();
-    let call = Constraint::JsonSchema(call_schema());
-    let parallel = format.calls(call.clone(), true);
+    let format = ToolCallFormat::generic();
+    let parallel = format.calls(&tools(), true);
     assert!(accepts(&parallel, ONE));
     assert!(accepts(&parallel, &format!("{ONE}\n{ONE}")));
     assert!(!accepts(
         &parallel,
         "<tool_call>{\"name\": \"g\", \"arguments\": {\"n\": 1}}</tool_call>"
     ));
-    let single = format.calls(call.clone(), false);
+    assert!(!accepts(
+        &parallel,
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"n\": 1.5}}</tool_call>"
+    ));
+    let single = format.calls(&tools(), false);
     assert!(accepts(&single, ONE));
     assert!(!accepts(&single, &format!("{ONE}\n{ONE}")));
 
@@ -133,7 +139,7 @@ fn tool_calls_compose_text_and_a_schema() {
     assert!(accepts(&or_answer, "true"));
     assert!(!accepts(&or_answer, "1"));
 
-    let after = format.after_open(call, true);
+    let after = format.after_trigger(&tools(), true);
     assert!(accepts(
         &after,
         &format!("{{\"name\": \"f\", \"arguments\": {{\"n\": 2}}}}</tool_call>\n{ONE}")
@@ -141,18 +147,50 @@ fn tool_calls_compose_text_and_a_schema() {
 }
 
 #[test]
+fn every_family_accepts_what_it_renders_and_nothing_else() {
+    for name in constrain::TOOL_CALL_FORMATS {
+        let format = ToolCallFormat::from_name(name).unwrap();
+        let one = format.render(&[("f", "{\"n\": 1}")]);
+        let two = format.render(&[("f", "{\"n\": 1}"), ("f", "{\"n\": 2}")]);
+        assert!(
+            accepts(&format.calls(&tools(), false), &one),
+            "{name}: {one}"
+        );
+        assert!(!accepts(&format.calls(&tools(), false), &two), "{name}");
+        assert_eq!(
+            accepts(&format.calls(&tools(), true), &two),
+            format.allows_parallel(),
+            "{name}: {two}"
+        );
+        let rest = one
+            .strip_prefix(format.trigger_text())
+            .expect("the trigger opens it");
+        assert!(
+            accepts(&format.after_trigger(&tools(), true), rest),
+            "{name}"
+        );
+        let bad = format.render(&[("f", "{\"n\": \"x\"}")]);
+        assert!(!accepts(&format.calls(&tools(), true), &bad), "{name}");
+    }
+}
+
+#[test]
 fn a_part_used_twice_is_compiled_once() {
-    let call = Constraint::JsonSchema(call_schema());
-    let once = ToolCallFormat::hermes()
-        .calls(call.clone(), false)
+    let once = ToolCallFormat::generic()
+        .calls(&tools(), false)
         .grammar()
         .unwrap();
-    let twice = ToolCallFormat::hermes()
-        .calls(call, true)
+    let twice = ToolCallFormat::generic()
+        .calls(&tools(), true)
         .grammar()
         .unwrap();
-    // The parallel form adds only its own rule: the schema's rules are not copied again.
-    assert_eq!(twice.rule_count(), once.rule_count());
+    // The parallel form adds only its own rules: the schema's rules are not copied again.
+    assert!(
+        twice.rule_count() <= once.rule_count() + 3,
+        "{} vs {}",
+        twice.rule_count(),
+        once.rule_count()
+    );
 }
 
 #[test]
@@ -224,4 +262,67 @@ fn schema_text_errors_name_line_and_column() {
         ..Limits::default()
     };
     assert!(constrain::parse_schema("{\"type\": \"string\"}", &limits).is_err());
+}
+
+#[test]
+fn tool_formats_are_detected_from_the_published_templates() {
+    let Some(shared) = constrain_testdata::require_shared_or_skip("tool format detection") else {
+        return;
+    };
+    for (model, family) in [
+        ("qwen3", "hermes"),
+        ("deepseek_v3", "deepseek"),
+        ("gemma3", "generic"),
+        // This Llama 3.1 template predates tool calling: nothing in it says how calls look.
+        ("llama3_1", "generic"),
+    ] {
+        let config = shared
+            .join("tokenizers")
+            .join(model)
+            .join("tokenizer_config.json");
+        let config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        let template = config["chat_template"].as_str().unwrap();
+        assert_eq!(ToolCallFormat::detect(template).name(), family, "{model}");
+    }
+}
+
+#[test]
+fn lark_embeds_json_schemas_with_percent_json() {
+    let grammar = Constraint::Lark(
+        r#"start: "Result: " item ("," item)*
+item: %json {"type": "object", "properties": {"n": {"type": "integer"}},
+              "required": ["n"], "additionalProperties": false}
+"#
+        .into(),
+    );
+    assert!(accepts(&grammar, "Result: {\"n\": 1}"));
+    assert!(accepts(&grammar, "Result: {\"n\": 1},{\"n\": -2}"));
+    assert!(!accepts(&grammar, "Result: {\"n\": 1.5}"));
+    assert!(!accepts(&grammar, "Result: {\"m\": 1}"));
+    // Errors say where: a bad schema, JSON that is not, a %json inside a terminal.
+    for (text, expected) in [
+        (
+            "start: %json {\"type\": 5}",
+            "1:8: %json: invalid schema at /type",
+        ),
+        ("start: %json {\"type\": }", "not JSON"),
+        ("start: A\nA: %json {}", "not a terminal's"),
+        ("start: %json [1]", "JSON object"),
+    ] {
+        let err = Constraint::Lark(text.into()).grammar().unwrap_err();
+        assert!(err.to_string().contains(expected), "{text}: {err}");
+    }
+}
+
+#[test]
+fn lark_numbers_stay_within_their_terminal() {
+    let grammar = Constraint::Lark(
+        "start: expr\nexpr: term ((\"+\" | \"-\") term)*\nterm: NUMBER | \"(\" expr \")\"\nNUMBER: /[0-9]{1,4}/\n%ignore \" \"\n"
+            .into(),
+    );
+    assert!(accepts(&grammar, "1315"));
+    assert!(accepts(&grammar, "13 + 14"));
+    assert!(!accepts(&grammar, "131314141515"));
+    assert!(!accepts(&grammar, "1313 1414"));
 }

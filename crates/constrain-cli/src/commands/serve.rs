@@ -60,6 +60,19 @@ pub struct Args {
     /// zephyr) [default: the model's own, by family; Gemma for the default model].
     #[arg(long, value_name = "NAME")]
     pub chat_template: Option<String>,
+    /// How the model writes tool calls: generic, hermes (Qwen), llama3, mistral, deepseek or
+    /// harmony (gpt-oss) [default: the family its own chat template writes, else generic].
+    #[arg(long, value_name = "NAME")]
+    pub tool_format: Option<String>,
+    /// Whether the model thinks (`<think>...</think>`) before its answer, which a request's
+    /// constraint then applies to: on, off or auto (when its chat template has `</think>`).
+    #[arg(long, value_name = "WHEN", default_value = "auto",
+          value_parser = ["on", "off", "auto"])]
+    pub reasoning: String,
+    /// Most tokens of thinking before the answer is forced, for requests that give no
+    /// `thinking_budget` [default: only max_tokens bounds it, with room kept for the answer].
+    #[arg(long, value_name = "N")]
+    pub reasoning_budget: Option<usize>,
     /// `max_tokens` of a request that gives none.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub default_max_tokens: usize,
@@ -139,7 +152,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(str::parse::<constrain_llama::ChatTemplate>)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--chat-template: {e}"))?;
+    let tool_format = args
+        .tool_format
+        .as_deref()
+        .map(str::parse::<constrain::ToolCallFormat>)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--tool-format: {e}"))?;
     let mut options = constrain_server::ServerOptions::new(model);
+    options.tool_format = tool_format;
+    options.reasoning = match args.reasoning.as_str() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    };
+    options.reasoning_budget = args.reasoning_budget;
     options.model_id = args.model_id;
     options.host = args.host;
     options.port = args.port;

@@ -1,4 +1,5 @@
-//! A response's output items (`message` with `output_text`, `function_call`), from a finished
+//! A response's output items (`reasoning` with `reasoning_text`, `message` with `output_text`,
+//! `function_call`), from a finished
 //! answer ([`items`]) or as it streams ([`Writer`]: OpenAI's typed events, numbered).
 //!
 //! Both read the model's text the same way, so that a streamed response ends with the output
@@ -9,8 +10,9 @@
 use serde_json::{json, Value};
 
 use crate::api::{Content, FunctionCall, Message, ToolCall};
+use crate::output::{self as answer, Piece};
 use crate::reply::new_id;
-use crate::tools::{self, StreamPiece};
+use constrain::{CallPiece, ToolCallFormat};
 
 /// An item's `status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +38,15 @@ impl Status {
 /// One output item.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
+    /// A reasoning model's thinking.
+    Reasoning {
+        /// `rs_...`.
+        id: String,
+        /// The thinking.
+        text: String,
+        /// Its status.
+        status: Status,
+    },
     /// The assistant's text.
     Message {
         /// `msg_...`.
@@ -69,6 +80,14 @@ impl Item {
         }
     }
 
+    fn reasoning(text: String) -> Item {
+        Item::Reasoning {
+            id: new_id("rs_"),
+            text,
+            status: Status::Completed,
+        }
+    }
+
     fn call(name: String, arguments: String) -> Item {
         Item::Call {
             id: new_id("fc_"),
@@ -81,19 +100,25 @@ impl Item {
 
     fn set_status(&mut self, to: Status) {
         match self {
-            Item::Message { status, .. } | Item::Call { status, .. } => *status = to,
+            Item::Reasoning { status, .. }
+            | Item::Message { status, .. }
+            | Item::Call { status, .. } => *status = to,
         }
     }
 
     fn id(&self) -> &str {
         match self {
-            Item::Message { id, .. } | Item::Call { id, .. } => id,
+            Item::Reasoning { id, .. } | Item::Message { id, .. } | Item::Call { id, .. } => id,
         }
     }
 
     /// The item as the API spells it.
     pub fn to_json(&self) -> Value {
         match self {
+            Item::Reasoning { id, text, status } => json!({
+                "id": id, "type": "reasoning", "status": status.name(), "summary": [],
+                "content": [{"type": "reasoning_text", "text": text}],
+            }),
             Item::Message { id, text, status } => json!({
                 "id": id, "type": "message", "status": status.name(), "role": "assistant",
                 "content": [text_part(text)],
@@ -116,16 +141,20 @@ fn text_part(text: &str) -> Value {
     json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
 }
 
-/// The output of an answer: `text` as generated, `tools_active` when calls are read from it,
-/// `cut` when the token limit ended it.
-pub fn items(text: &str, tools_active: bool, cut: bool) -> Vec<Item> {
-    let (content, calls) = if tools_active {
-        tools::parse_calls(text)
-    } else {
-        (text.to_string(), Vec::new())
-    };
+/// The output of an answer: `text` as generated, calls read from it in `format` (`None`: no
+/// tools), thinking first when `reasoning`, `cut` when the token limit ended it.
+pub fn items(text: &str, format: Option<&ToolCallFormat>, reasoning: bool, cut: bool) -> Vec<Item> {
+    let answer::Read {
+        reasoning: thought,
+        content,
+        calls,
+    } = answer::read(text, format, reasoning);
     let mut items = Vec::new();
-    if !content.trim().is_empty() || calls.is_empty() {
+    let thought_given = thought.is_some();
+    if let Some(thought) = thought {
+        items.push(Item::reasoning(thought));
+    }
+    if !content.trim().is_empty() || (calls.is_empty() && !thought_given) {
         items.push(Item::message(content));
     }
     items.extend(calls.into_iter().map(|c| Item::call(c.name, c.arguments)));
@@ -144,6 +173,8 @@ pub fn as_message(items: &[Item]) -> Message {
     let mut calls = Vec::new();
     for item in items {
         match item {
+            // Earlier turns' thinking is not shown again, as reasoning models' templates do.
+            Item::Reasoning { .. } => {}
             Item::Message { text: t, .. } => text.push_str(t),
             Item::Call {
                 call_id,
@@ -157,6 +188,7 @@ pub fn as_message(items: &[Item]) -> Message {
                     name: name.clone(),
                     arguments: arguments.clone(),
                 },
+                custom: None,
             }),
         }
     }
@@ -200,10 +232,29 @@ impl Writer {
     }
 
     /// The events of the next piece of the answer.
-    pub fn push(&mut self, piece: StreamPiece) -> Vec<Value> {
+    pub fn push(&mut self, piece: Piece) -> Vec<Value> {
         let mut events = Vec::new();
         match piece {
-            StreamPiece::Content(text) => {
+            Piece::Reasoning(text) => {
+                if !matches!(self.open, Some(Item::Reasoning { .. })) {
+                    self.close(Status::Completed, &mut events);
+                    let mut item = Item::reasoning(String::new());
+                    item.set_status(Status::InProgress);
+                    let added = json!({"output_index": self.done.len(), "item": item.to_json()});
+                    events.push(self.event("response.output_item.added", added));
+                    self.open = Some(item);
+                }
+                if let Some(Item::Reasoning {
+                    id, text: so_far, ..
+                }) = &mut self.open
+                {
+                    so_far.push_str(&text);
+                    let fields = json!({"item_id": id, "output_index": self.done.len(),
+                                        "content_index": 0, "delta": text});
+                    events.push(self.event("response.reasoning_text.delta", fields));
+                }
+            }
+            Piece::Answer(CallPiece::Content(text)) => {
                 if let Some(Item::Message { text: so_far, .. }) = &mut self.open {
                     so_far.push_str(&text);
                     events.push(self.delta(text));
@@ -211,6 +262,7 @@ impl Writer {
                     self.held.push_str(&text);
                     if !self.held.trim().is_empty() {
                         let text = std::mem::take(&mut self.held);
+                        self.close(Status::Completed, &mut events);
                         self.open_message(&mut events);
                         if let Some(Item::Message { text: so_far, .. }) = &mut self.open {
                             so_far.push_str(&text);
@@ -219,7 +271,7 @@ impl Writer {
                     }
                 }
             }
-            StreamPiece::CallStart { name, .. } => {
+            Piece::Answer(CallPiece::CallStart { name, .. }) => {
                 self.close(Status::Completed, &mut events);
                 self.held.clear();
                 self.calls += 1;
@@ -229,7 +281,7 @@ impl Writer {
                 events.push(self.event("response.output_item.added", added));
                 self.open = Some(call);
             }
-            StreamPiece::CallArguments { fragment, .. } => {
+            Piece::Answer(CallPiece::CallArguments { fragment, .. }) => {
                 if let Some(Item::Call { id, arguments, .. }) = &mut self.open {
                     arguments.push_str(&fragment);
                     let fields = json!({"item_id": id, "output_index": self.done.len(),
@@ -302,6 +354,11 @@ impl Writer {
         item.set_status(status);
         let index = self.done.len();
         match &item {
+            Item::Reasoning { id, text, .. } => {
+                let done = json!({"item_id": id, "output_index": index, "content_index": 0,
+                                  "text": text});
+                events.push(self.event("response.reasoning_text.done", done));
+            }
             Item::Message { id, text, .. } => {
                 let done = json!({"item_id": id, "output_index": index, "content_index": 0,
                                   "text": text, "logprobs": []});
@@ -330,7 +387,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::CallStreamer;
+    use crate::output::OutputReader;
 
     /// What matters of an item for comparing outputs: everything but its ids.
     fn shape(items: &[Item]) -> Vec<Value> {
@@ -350,7 +407,8 @@ mod tests {
     /// Streams `text` in pieces of `step` bytes (at character boundaries).
     fn streamed(text: &str, tools_active: bool, cut: bool, step: usize) -> (Vec<Value>, Vec<Item>) {
         let mut writer = Writer::new();
-        let mut streamer = CallStreamer::new();
+        let format = ToolCallFormat::generic();
+        let mut streamer = OutputReader::new(tools_active.then_some(&format), false);
         let mut events = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
@@ -360,19 +418,13 @@ mod tests {
             }
             let (chunk, tail) = rest.split_at(at);
             rest = tail;
-            let pieces = if tools_active {
-                streamer.push(chunk)
-            } else {
-                vec![StreamPiece::Content(chunk.to_string())]
-            };
-            pieces
+            streamer
+                .push(chunk)
                 .into_iter()
                 .for_each(|p| events.extend(writer.push(p)));
         }
-        if tools_active {
-            for p in streamer.finish() {
-                events.extend(writer.push(p));
-            }
+        for p in streamer.finish() {
+            events.extend(writer.push(p));
         }
         events.extend(writer.finish(cut));
         (events, writer.output().to_vec())
@@ -397,7 +449,12 @@ mod tests {
             (&blank_then_call, true, false),
         ];
         for (text, tools_active, cut) in cases {
-            let whole = items(text, tools_active, cut);
+            let whole = items(
+                text,
+                tools_active.then_some(&ToolCallFormat::generic()),
+                false,
+                cut,
+            );
             for step in [1, 3, 7, 1000] {
                 let (events, output) = streamed(text, tools_active, cut, step);
                 assert_eq!(shape(&output), shape(&whole), "{text:?} in steps of {step}");
@@ -415,7 +472,7 @@ mod tests {
                     .iter()
                     .filter_map(|i| match i {
                         Item::Message { text, .. } => Some(text.as_str()),
-                        Item::Call { .. } => None,
+                        Item::Call { .. } | Item::Reasoning { .. } => None,
                     })
                     .collect();
                 assert_eq!(deltas, message);

@@ -79,6 +79,14 @@ pub struct ResponsesRequest {
     /// Not supported (a cap on calls): refused.
     #[serde(default)]
     pub max_tool_calls: Option<u64>,
+    /// `{"effort": ...}`: `none` or `minimal` turns a reasoning model's thinking off, other
+    /// efforts keep it on; a model that does not think takes only those two. `summary` is
+    /// refused (thinking is returned whole, never summarized).
+    #[serde(default)]
+    pub reasoning: Option<Value>,
+    /// `disabled` (the default); `auto` (dropping the oldest turns) is refused.
+    #[serde(default)]
+    pub truncation: Option<String>,
 }
 
 /// `input`: a string (one user message) or items.
@@ -97,7 +105,8 @@ pub struct TextConfig {
     /// The output's format; absent: text.
     #[serde(default)]
     pub format: Option<Value>,
-    /// How long the answer should be: a hint for OpenAI's models, ignored.
+    /// How long the answer should be: only `medium` (the default) is taken, for no other
+    /// length is enforced here.
     #[serde(default)]
     pub verbosity: Option<Value>,
     /// Other fields, refused by name.
@@ -201,8 +210,55 @@ pub fn read(request: &ResponsesRequest, history: &[Message]) -> Result<Reading, 
         tools,
         tool_choice: request.tool_choice.as_ref().map(tool_choice).transpose()?,
         parallel_tool_calls: request.parallel_tool_calls,
+        chat_template_kwargs: thinking_switch(request.reasoning.as_ref())?,
+        thinking_budget: None,
     };
     Ok(Reading { chat, conversation })
+}
+
+/// `reasoning.effort` as the chat route's thinking switch: `none` and `minimal` turn thinking
+/// off. A model that does not think has only those (the chat route refuses the switch on
+/// for it).
+fn thinking_switch(
+    reasoning: Option<&Value>,
+) -> Result<Option<serde_json::Map<String, Value>>, ApiError> {
+    let Some(reasoning) = reasoning.filter(|r| !r.is_null()) else {
+        return Ok(None);
+    };
+    let Some(fields) = reasoning.as_object() else {
+        return Err(ApiError::invalid_param(
+            "reasoning",
+            "reasoning must be an object such as {\"effort\": \"low\"}",
+        ));
+    };
+    let mut kwargs = serde_json::Map::new();
+    for (key, value) in fields {
+        match (key.as_str(), value.as_str()) {
+            (_, None) if value.is_null() => {}
+            ("effort", Some("none" | "minimal")) => {
+                kwargs.insert("enable_thinking".into(), Value::Bool(false));
+            }
+            ("effort", Some("low" | "medium" | "high")) => {
+                kwargs.insert("enable_thinking".into(), Value::Bool(true));
+            }
+            ("effort", _) => {
+                return Err(ApiError::invalid_param(
+                    "reasoning.effort",
+                    "reasoning.effort must be none, minimal, low, medium or high",
+                ))
+            }
+            (other, _) => {
+                return Err(ApiError::invalid_param(
+                    &format!("reasoning.{other}"),
+                    format!(
+                        "reasoning.{other} is not supported by this server, and it is not \
+                         ignored either; thinking is returned whole, as a reasoning item"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok((!kwargs.is_empty()).then_some(kwargs))
 }
 
 /// Fields that would change the answer and that this server does not implement.
@@ -244,6 +300,21 @@ fn refuse_unsupported(request: &ResponsesRequest) -> Result<(), ApiError> {
     }
     if request.prompt.as_ref().is_some_and(|p| !p.is_null()) {
         return refuse("prompt", "send the prompt's text as instructions and input");
+    }
+    if request
+        .truncation
+        .as_deref()
+        .is_some_and(|t| t != "disabled")
+    {
+        return refuse(
+            "truncation",
+            "a conversation longer than the context is a 400 (truncation: disabled)",
+        );
+    }
+    if let Some(verbosity) = request.text.as_ref().and_then(|t| t.verbosity.as_ref()) {
+        if !(verbosity.is_null() || verbosity == "medium") {
+            return refuse("text.verbosity", "only medium, the default, is taken");
+        }
     }
     if request.max_tool_calls.is_some() {
         return refuse(
@@ -314,6 +385,7 @@ fn input_messages(input: &Input, out: &mut Vec<Message>) -> Result<(), ApiError>
                         name: call.name,
                         arguments: call.arguments,
                     },
+                    custom: None,
                 };
                 match out.last_mut() {
                     Some(last) if last.role == "assistant" => {
@@ -393,6 +465,7 @@ fn function_tools(tools: &[Value]) -> Result<Vec<Tool>, ApiError> {
                             parameters: flat.parameters,
                             strict: flat.strict,
                         },
+                        custom: None,
                     })
                 }
                 Some(other) => Err(ApiError::invalid_param(
@@ -419,6 +492,7 @@ fn tool_choice(choice: &Value) -> Result<ToolChoice, ApiError> {
                 Some(name) => Ok(ToolChoice::Named(NamedToolChoice {
                     kind: "function".into(),
                     function: NamedFunction { name: name.into() },
+                    custom: None,
                 })),
                 None => Err(ApiError::invalid_param(
                     "tool_choice.name",

@@ -663,9 +663,11 @@ async fn constraints_the_server_cannot_keep_are_400s_that_name_them() {
             json!({"response_format": {"type": "structural_tag", "structures": []}}),
             "response_format",
         ),
+        (json!({"tools": [{"type": "web_search"}]}), "tools[0].type"),
         (
-            json!({"tools": [{"type": "custom", "custom": {"name": "x"}}]}),
-            "tools[0].type",
+            json!({"tools": [{"type": "custom", "custom": {"name": "x", "format": {"type": "grammar",
+                "grammar": {"syntax": "ebnf", "definition": "root ::= x"}}}}]}),
+            "tools[0].custom.format.grammar.syntax",
         ),
         (
             json!({"response_format": {"type": "json_schema", "json_schema": {"name": "t",

@@ -278,9 +278,7 @@ impl Builder<'_> {
                 limits.check_source_len(text.len())?;
                 constrain_gbnf::parse_with_root(text, root)?
             }
-            Constraint::Lark(text) => constrain_lark::ParseOptions::new()
-                .limits(limits.clone())
-                .parse(text)?,
+            Constraint::Lark(text) => self.lark(text, &limits)?,
             Constraint::Grammar(grammar) => grammar.clone(),
             Constraint::StructuralTag(value) => self.structural_tag(value)?,
             Constraint::Text(_)
@@ -293,6 +291,29 @@ impl Builder<'_> {
                 b.build(root)?
             }
         })
+    }
+
+    /// A Lark grammar, its `%json` schemas compiled with the compilation's schema options
+    /// (their warnings kept with the others).
+    fn lark(&mut self, text: &str, limits: &Limits) -> Result<Grammar, Error> {
+        let noted = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (options, budget, sink) = (self.options.schema.clone(), limits.clone(), noted.clone());
+        let compiler: constrain_lark::JsonSchemaCompiler = Arc::new(move |schema: &Value| {
+            let compiled = constrain_jsonschema::compile_with_limits(schema, &options, &budget)
+                .map_err(|e| e.to_string())?;
+            if let Ok(mut warnings) = sink.lock() {
+                warnings.extend(compiled.warnings);
+            }
+            Ok(compiled.grammar)
+        });
+        let grammar = constrain_lark::ParseOptions::new()
+            .limits(limits.clone())
+            .json_schema(compiler)
+            .parse(text)?;
+        if let Ok(mut warnings) = noted.lock() {
+            self.warnings.append(&mut warnings);
+        }
+        Ok(grammar)
     }
 
     fn schema(&mut self, schema: &Value, options: &SchemaOptions) -> Result<Grammar, Error> {
