@@ -149,6 +149,20 @@ impl Model {
             .and_then(|t| t.to_string().ok())
     }
 
+    /// The texts of the beginning- and end-of-sequence tokens (a Jinja chat template's
+    /// `bos_token` and `eos_token`); empty where the model has none.
+    pub fn bos_eos_text(&self) -> (String, String) {
+        let text = |id: llama_cpp_2::token::LlamaToken| {
+            u32::try_from(id.0)
+                .ok()
+                .and_then(|id| self.vocabulary.token_bytes(id))
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        let vocab = self.model.vocab();
+        (text(vocab.bos()), text(vocab.eos()))
+    }
+
     /// The model's chat template: the family of the GGUF's own template, or, where the file
     /// has none (or one of no known family), the family whose turn markers are tokens of the
     /// vocabulary (`<start_of_turn>`: Gemma).

@@ -238,6 +238,9 @@ pub enum StartError {
     /// The scheduler's model side (llama.cpp's context) could not be made.
     #[error("{0}")]
     Slots(String),
+    /// The Jinja chat template (`--chat-template-file`, `--jinja`) does not compile.
+    #[error("chat template: {0}")]
+    Template(String),
     /// The scheduler's thread could not be started.
     #[error("starting the scheduler thread: {0}")]
     Thread(#[source] std::io::Error),

@@ -30,6 +30,7 @@ pub mod api;
 pub mod engine;
 pub mod error;
 pub mod grammars;
+pub mod jinja;
 pub mod llama;
 pub mod metrics;
 pub mod middleware;
@@ -74,6 +75,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/v1/responses",
             post(routes::responses).fallback(routes::wrong_method),
+        )
+        .route(
+            "/apply-template",
+            post(routes::apply_template).fallback(routes::wrong_method),
         )
         .route(
             "/v1/models",

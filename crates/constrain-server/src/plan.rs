@@ -86,23 +86,7 @@ pub fn chat(state: &AppState, request: &ChatRequest) -> Result<Plan, ApiError> {
         thinking.as_ref(),
     );
 
-    let messages = crate::prompt::chat_messages(
-        &request.messages,
-        tool_plan
-            .as_ref()
-            .map(|p| (p.listed.as_slice(), p.required)),
-        state.tool_format(),
-    )?;
-    let mut text = state.template.render(&messages, true);
-    if state.reasons() && thinking.is_none() {
-        // Thinking turned off: the prompt holds an empty thought, as reasoning models'
-        // templates write it.
-        text.push_str(&format!(
-            "{}\n\n{}\n\n",
-            crate::reasoning::START,
-            crate::reasoning::END
-        ));
-    }
+    let text = chat_prompt(state, request, tool_plan.as_ref(), thinking.is_some())?;
     let prompt = state
         .tokenizer
         .tokenize(&text)
@@ -180,6 +164,85 @@ pub fn completion(state: &AppState, request: &CompletionRequest) -> Result<Plan,
 
 fn include_usage(f: &SamplingFields) -> bool {
     f.stream_options.as_ref().is_some_and(|o| o.include_usage)
+}
+
+/// The prompt text of a chat request, checked as [`chat`] checks its tools and thinking.
+pub fn prompt_text(state: &AppState, request: &ChatRequest) -> Result<String, ApiError> {
+    let tool_plan = tool_plan(request, state.tool_format())?;
+    let thinking = thinking(state, request)?;
+    chat_prompt(state, request, tool_plan.as_ref(), thinking.is_some())
+}
+
+/// The prompt text of a chat request: rendered with the Jinja template in use (which shows
+/// the tools itself, if it knows how), or with the built-in template, the tools listed in a
+/// system turn. With thinking turned off, the prompt ends in an empty thought.
+fn chat_prompt(
+    state: &AppState,
+    request: &ChatRequest,
+    tool_plan: Option<&ToolPlan<'_>>,
+    thinking: bool,
+) -> Result<String, ApiError> {
+    let listed = tool_plan.map(|p| (p.listed.as_slice(), p.required));
+    let empty_thought = state.reasons() && !thinking;
+    let mut text = match state.jinja() {
+        Some(jinja) => {
+            let (messages, tools) = if jinja.shows_tools() {
+                let tools = listed.map(|(t, _)| crate::prompt::jinja_tools(t));
+                (crate::prompt::jinja_messages(&request.messages)?, tools)
+            } else if jinja.shows_calls() {
+                // The template writes past calls and their results its own way but lists no
+                // tools: they go in the system turn.
+                let mut messages = crate::prompt::jinja_messages(&request.messages)?;
+                if let Some((tools, required)) = listed.filter(|(t, _)| !t.is_empty()) {
+                    let listing = crate::tools::system_prompt(tools, required, state.tool_format());
+                    match messages.first_mut() {
+                        Some(first) if first["role"] == "system" => {
+                            let before = first["content"].as_str().unwrap_or_default();
+                            first["content"] = json!(format!("{before}\n\n{listing}"));
+                        }
+                        _ => messages.insert(0, json!({"role": "system", "content": listing})),
+                    }
+                }
+                (messages, None)
+            } else {
+                let turns =
+                    crate::prompt::chat_messages(&request.messages, listed, state.tool_format())?;
+                let turns = turns
+                    .into_iter()
+                    .map(|t| json!({"role": t.role, "content": t.content}))
+                    .collect();
+                (turns, None)
+            };
+            let switch = state.reasons().then_some(thinking);
+            let text = jinja
+                .render(&messages, tools.as_deref(), switch)
+                .map_err(|e| {
+                    ApiError::invalid_param(
+                        "messages",
+                        format!("the chat template cannot render these messages: {e}"),
+                    )
+                })?;
+            if jinja.switches_thinking() {
+                return Ok(text);
+            }
+            text
+        }
+        None => {
+            let messages =
+                crate::prompt::chat_messages(&request.messages, listed, state.tool_format())?;
+            state.template.render(&messages, true)
+        }
+    };
+    if empty_thought {
+        // Thinking turned off: the prompt holds an empty thought, as reasoning models'
+        // templates write it.
+        text.push_str(&format!(
+            "{}\n\n{}\n\n",
+            crate::reasoning::START,
+            crate::reasoning::END
+        ));
+    }
+    Ok(text)
 }
 
 /// A reasoning model's thinking, when this request has it: its budget in tokens (`None`:

@@ -124,6 +124,71 @@ pub fn chat_messages(
     Ok(out)
 }
 
+/// The messages as a Jinja chat template reads them: OpenAI's shape (`role`, `content` as text
+/// or null, `tool_calls` with JSON-text arguments, `tool_call_id`, `name`), `developer` turns
+/// as `system` ones.
+pub fn jinja_messages(messages: &[Message]) -> Result<Vec<serde_json::Value>, ApiError> {
+    use serde_json::json;
+    if messages.is_empty() {
+        return Err(ApiError::invalid_param(
+            "messages",
+            "messages must hold at least one message",
+        ));
+    }
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let content = match &m.content {
+                Some(c) => json!(c.text(&format!("messages[{i}].content"))?),
+                None => serde_json::Value::Null,
+            };
+            let role = if m.role == "developer" {
+                "system"
+            } else {
+                m.role.as_str()
+            };
+            let mut out = json!({"role": role, "content": content});
+            if let Some(calls) = &m.tool_calls {
+                out["tool_calls"] = calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function", "function": {
+                            "name": c.function.name, "arguments": c.function.arguments}})
+                    })
+                    .collect();
+            }
+            if let Some(id) = &m.tool_call_id {
+                out["tool_call_id"] = json!(id);
+            }
+            if let Some(name) = &m.name {
+                out["name"] = json!(name);
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// The tools as a Jinja chat template reads them (OpenAI's function tools).
+pub fn jinja_tools(tools: &[&Tool]) -> Vec<serde_json::Value> {
+    tools
+        .iter()
+        .filter(|t| t.kind == "function")
+        .map(|t| {
+            let mut function = serde_json::json!({"name": t.function.name});
+            if let Some(d) = &t.function.description {
+                function["description"] = serde_json::json!(d);
+            }
+            function["parameters"] = t
+                .function
+                .parameters
+                .clone()
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+            serde_json::json!({"type": "function", "function": function})
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -149,6 +149,18 @@ pub async fn models(State(state): Shared) -> Json<Value> {
     Json(reply::models(&state))
 }
 
+/// `POST /apply-template`: the prompt text a chat request's messages (and tools) are rendered
+/// as, without generating (llama-server's route, for checking a chat template).
+pub async fn apply_template(
+    State(state): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let body = body_or_error(body, state.options.max_body_bytes)?;
+    let request: ChatRequest = parse_body(&body)?;
+    let prompt = plan::prompt_text(&state, &request)?;
+    Ok(Json(serde_json::json!({ "prompt": prompt })))
+}
+
 /// `GET /metrics`.
 pub async fn metrics(State(state): Shared) -> Response {
     (

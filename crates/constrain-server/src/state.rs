@@ -54,6 +54,14 @@ pub struct ServerOptions {
     pub api_key: Option<String>,
     /// The chat template (`None`: the model's own, by family).
     pub chat_template: Option<ChatTemplate>,
+    /// A Jinja chat template to render prompts with (a template file, or a
+    /// `tokenizer_config.json`); it replaces `chat_template`.
+    pub chat_template_file: Option<PathBuf>,
+    /// Render prompts with the model's own Jinja template (from its GGUF).
+    pub jinja: bool,
+    /// The GGUF's own Jinja template with its BOS and EOS texts (set at start with `jinja`).
+    #[doc(hidden)]
+    pub jinja_text: Option<(String, String, String)>,
     /// How the model writes tool calls (`None`: the family its own template writes, else
     /// `generic`).
     pub tool_format: Option<ToolCallFormat>,
@@ -106,6 +114,9 @@ impl ServerOptions {
             shutdown_timeout: Duration::from_secs(10),
             api_key: None,
             chat_template: None,
+            chat_template_file: None,
+            jinja: false,
+            jinja_text: None,
             tool_format: None,
             reasoning: None,
             reasoning_budget: None,
@@ -154,6 +165,8 @@ pub struct AppState {
     pub(crate) model_id: String,
     pub(crate) model_aliases: Vec<String>,
     pub(crate) template: ChatTemplate,
+    /// The Jinja template prompts are rendered with, when one is in use.
+    pub(crate) jinja: Option<crate::jinja::JinjaTemplate>,
     pub(crate) engine: Engine,
     pub(crate) grammars: GrammarCache,
     pub(crate) tool_format: ToolCallFormat,
@@ -179,9 +192,27 @@ impl AppState {
             Some(t) => t,
             None => model.chat_template()?,
         };
-        // The model's own template tells how it writes calls and whether it thinks.
-        let own = model.chat_template_text().unwrap_or_default();
+        // The template in use tells how the model writes calls and whether it thinks.
         let mut options = options;
+        if options.jinja && options.chat_template_file.is_none() {
+            let text = model.chat_template_text().ok_or_else(|| {
+                StartError::Template(format!(
+                    "--jinja: the model {} has no chat template of its own; give one with \
+                     --chat-template-file",
+                    options.model_path.display()
+                ))
+            })?;
+            let (bos, eos) = model.bos_eos_text();
+            options.jinja_text = Some((text, bos, eos));
+        }
+        let own = match (&options.chat_template_file, &options.jinja_text) {
+            (Some(path), _) => crate::jinja::JinjaTemplate::from_file(path)
+                .map_err(StartError::Template)?
+                .text()
+                .to_string(),
+            (None, Some((text, _, _))) => text.clone(),
+            (None, None) => model.chat_template_text().unwrap_or_default(),
+        };
         options.tool_format = Some(
             options
                 .tool_format
@@ -262,12 +293,23 @@ impl AppState {
         let trigger = tool_format.trigger(&vocabulary);
         let reasoning = (options.reasoning == Some(true))
             .then(|| Arc::new(Trigger::new(crate::reasoning::END, &vocabulary)));
+        let jinja = match (&options.chat_template_file, &options.jinja_text) {
+            (Some(path), _) => {
+                Some(crate::jinja::JinjaTemplate::from_file(path).map_err(StartError::Template)?)
+            }
+            (None, Some((text, bos, eos))) => Some(
+                crate::jinja::JinjaTemplate::new(text.clone(), bos.clone(), eos.clone())
+                    .map_err(StartError::Template)?,
+            ),
+            (None, None) => None,
+        };
         Ok(AppState {
             vocabulary,
             tokenizer: backend.tokenizer,
             model_aliases: vec![model_id.clone(), stem, file_id, "default".into()],
             model_id,
             template: backend.template,
+            jinja,
             engine,
             grammars,
             tool_format,
@@ -295,6 +337,11 @@ impl AppState {
     /// How the model writes tool calls.
     pub fn tool_format(&self) -> &ToolCallFormat {
         &self.tool_format
+    }
+
+    /// The Jinja template prompts are rendered with, if any.
+    pub fn jinja(&self) -> Option<&crate::jinja::JinjaTemplate> {
+        self.jinja.as_ref()
     }
 
     /// Whether the model thinks before it answers.

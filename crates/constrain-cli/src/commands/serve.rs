@@ -60,6 +60,14 @@ pub struct Args {
     /// zephyr) [default: the model's own, by family; Gemma for the default model].
     #[arg(long, value_name = "NAME")]
     pub chat_template: Option<String>,
+    /// Render prompts with this Jinja chat template (a template file, or a model's
+    /// `tokenizer_config.json`), as the model's makers do; the tool-call format and whether the
+    /// model thinks are read from it too.
+    #[arg(long, value_name = "FILE", conflicts_with = "chat_template")]
+    pub chat_template_file: Option<PathBuf>,
+    /// Render prompts with the Jinja chat template in the model's GGUF file.
+    #[arg(long, conflicts_with = "chat_template")]
+    pub jinja: bool,
     /// How the model writes tool calls: generic, hermes (Qwen), llama3, mistral, deepseek or
     /// harmony (gpt-oss) [default: the family its own chat template writes, else generic].
     #[arg(long, value_name = "NAME")]
@@ -160,6 +168,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--tool-format: {e}"))?;
     let mut options = constrain_server::ServerOptions::new(model);
     options.tool_format = tool_format;
+    options.chat_template_file = args.chat_template_file;
+    options.jinja = args.jinja;
     options.reasoning = match args.reasoning.as_str() {
         "on" => Some(true),
         "off" => Some(false),
