@@ -117,6 +117,9 @@ def server(model: Path, tmp_path_factory):
         "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", str(MAX_NUM_SEQS),
         "--structured-outputs-config", json.dumps({"backend": "constrain"}),
         "--enforce-eager",
+        # Named and required tool choices are turned into a JSON schema by vLLM, which asks for
+        # a parser of the model's tool-call text all the same.
+        "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
     ]
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

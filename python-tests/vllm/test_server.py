@@ -14,11 +14,14 @@ import pytest
 
 from conftest import load_schema
 
+# Tools are `strict`: only then does vLLM's tool parser put the parameters' schema into the
+# structural tag it sends (a tool without it gets any JSON value as arguments, by design).
 WEATHER = {
     "type": "function",
     "function": {
         "name": "get_weather",
         "description": "The weather in a city.",
+        "strict": True,
         "parameters": {
             "type": "object",
             "properties": {
@@ -35,6 +38,7 @@ TIME = {
     "function": {
         "name": "get_time",
         "description": "The time in a time zone.",
+        "strict": True,
         "parameters": {
             "type": "object",
             "properties": {"zone": {"type": "string", "maxLength": 40}},

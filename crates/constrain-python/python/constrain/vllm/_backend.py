@@ -8,6 +8,7 @@ request's spec through :mod:`._specs` with a cache keyed by the spec, and hands 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any, Optional
@@ -16,6 +17,8 @@ from .. import Vocabulary, allocate_token_bitmask
 from .._native import CompiledGrammar
 from ._grammar import ConstrainGrammar
 from ._specs import compile_spec
+
+logger = logging.getLogger("vllm.constrain")
 
 CACHE_SIZE = 512
 """Compiled grammars kept (least recently used dropped first); a compiled grammar is shared by
@@ -49,6 +52,7 @@ class ConstrainBackend:
         """A grammar for one request; raises ``SpecError`` (which fails that request only)
         when the spec does not compile."""
         kind = getattr(request_type, "name", str(request_type))
+        logger.debug("compiling %s (%d characters): %.300s", kind, len(grammar_spec), grammar_spec)
         compiled = self.compiled(kind, grammar_spec)
         return ConstrainGrammar(compiled, self.vocabulary.eos_ids, stop_token_ids)
 
