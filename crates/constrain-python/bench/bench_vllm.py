@@ -80,7 +80,7 @@ def run_backend(backend: str, model: str, reqs: list[dict], max_tokens: int, bat
     from vllm.sampling_params import StructuredOutputsParams
 
     llm = LLM(model, structured_outputs_config={"backend": backend}, max_model_len=4096,
-              max_num_seqs=batch, seed=0)
+              max_num_seqs=batch, enforce_eager=True, seed=0)
     engine = llm.llm_engine
     results: dict[str, dict] = {}
     for i, r in enumerate(reqs):
