@@ -83,19 +83,16 @@ def describe(kind: str, error: CompileError) -> str:
 def is_lark(grammar: str) -> bool:
     """Whether a GRAMMAR spec is Lark rather than GBNF/EBNF.
 
-    The rule: a grammar in which some line (comments removed) defines a rule with ``::=`` is
-    GBNF, as XGrammar and llama.cpp write it; any other grammar is Lark (rules written
-    ``name: ...``), the syntax of vLLM's guidance backend.
+    The rule: a grammar in which some line defines a rule with ``::=`` (outside comments and
+    string literals) is GBNF, as XGrammar and llama.cpp write it; any other grammar is Lark
+    (rules written ``name: ...``), the syntax of vLLM's guidance backend.
     """
-    for line in grammar.splitlines():
-        code = _strip_comment(line)
-        if "::=" in code:
-            return False
-    return True
+    return not any("::=" in _code(line) for line in grammar.splitlines())
 
 
-def _strip_comment(line: str) -> str:
-    """The line up to a ``#`` or ``//`` comment outside quotes."""
+def _code(line: str) -> str:
+    """The line without its string literals and without a ``#`` or ``//`` comment."""
+    out = []
     quote = None
     i = 0
     while i < len(line):
@@ -108,9 +105,11 @@ def _strip_comment(line: str) -> str:
         elif c in "\"'":
             quote = c
         elif c == "#" or line.startswith("//", i):
-            return line[:i]
+            break
+        else:
+            out.append(c)
         i += 1
-    return line
+    return "".join(out)
 
 
 def choice_regex(choices: Any) -> str:
