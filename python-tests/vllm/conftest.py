@@ -92,6 +92,7 @@ def llm(model: Path):
         max_model_len=MAX_MODEL_LEN,
         max_num_seqs=MAX_NUM_SEQS,
         enforce_eager=True,
+        disable_log_stats=False,  # the speculator's counters are read by a test
         seed=0,
     )
     yield engine

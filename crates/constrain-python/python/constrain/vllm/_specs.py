@@ -18,7 +18,6 @@ from typing import Any
 
 from .._native import CompileError, CompiledGrammar, Vocabulary
 from .. import (
-    compile_any_json,
     compile_gbnf,
     compile_json_schema,
     compile_lark,
