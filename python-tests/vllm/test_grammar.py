@@ -103,3 +103,22 @@ def test_the_name_is_known_to_vllms_config_after_import():
     assert StructuredOutputsConfig(backend="constrain").backend == "constrain"
     with pytest.raises(Exception, match="constrain"):
         StructuredOutputsConfig(backend="constrained")
+
+
+def test_the_name_stays_unknown_when_vllms_processes_would_not_load_the_plugin():
+    """With ``VLLM_PLUGINS`` leaving the plugin out, the engine's processes would not get the
+    backend: the name is then not registered, and vLLM's config check refuses it at start-up
+    (never a run with another backend)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import constrain.vllm\n"
+        "from vllm.config import StructuredOutputsConfig\n"
+        "StructuredOutputsConfig(backend='constrain')\n"
+    )
+    env = dict(os.environ, VLLM_PLUGINS="some_other_plugin")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "VLLM_PLUGINS" in run.stderr and "backend" in run.stderr, run.stderr[-2000:]
