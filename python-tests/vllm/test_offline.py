@@ -134,3 +134,10 @@ def test_ngram_drafts_are_checked_by_the_grammar(llm):
         jsonschema.validate(json.loads(_complete(output)), schema)
     assert _counter(llm, "vllm:spec_decode_num_draft_tokens") > drafted
     assert _counter(llm, "vllm:spec_decode_num_accepted_tokens") > accepted
+
+
+def test_a_grammar_longer_than_max_tokens_fails_instead_of_being_cut(llm):
+    schema = {"type": "object", "properties": {"a": {"const": "constrained decoding " * 8}}, "required": ["a"]}
+    output = llm.generate([gemma_prompt("x")], [_params(json=schema, max_tokens=6)])[0]
+    assert output.outputs[0].finish_reason == "error", output.outputs[0]
+    assert output.outputs[0].text == ""

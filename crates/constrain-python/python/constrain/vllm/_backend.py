@@ -20,6 +20,12 @@ from ._specs import compile_spec
 
 logger = logging.getLogger("vllm.constrain")
 
+REQUEST = threading.local()
+"""The request being compiled on this thread: ``REQUEST.max_tokens`` is set around
+``compile_grammar`` by the engine's wrapper (:mod:`._patches`), since vLLM's interface does not
+pass it. Set there rather than after the grammar is made, so a budget too small for the
+grammar fails inside vLLM's own error handling, which logs it with the request id."""
+
 CACHE_SIZE = 512
 """Compiled grammars kept (least recently used dropped first); a compiled grammar is shared by
 every request with the same spec, and its masks computed so far with it."""
@@ -54,7 +60,8 @@ class ConstrainBackend:
         kind = getattr(request_type, "name", str(request_type))
         logger.debug("compiling %s (%d characters): %.300s", kind, len(grammar_spec), grammar_spec)
         compiled = self.compiled(kind, grammar_spec)
-        return ConstrainGrammar(compiled, self.vocabulary.eos_ids, stop_token_ids)
+        max_tokens = getattr(REQUEST, "max_tokens", None)
+        return ConstrainGrammar(compiled, self.vocabulary.eos_ids, stop_token_ids, max_tokens)
 
     def compiled(self, kind: str, spec: str) -> CompiledGrammar:
         """The compiled grammar of a spec, from the cache when compiled before. Compiling

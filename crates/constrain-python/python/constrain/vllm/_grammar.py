@@ -44,14 +44,6 @@ class ConstrainGrammar:
         self._stopped = False
         self.num_processed_tokens = 0
 
-    def set_max_tokens(self, max_tokens: Optional[int]) -> None:
-        """Starts over under a token budget (before the first token: vLLM knows a request's
-        ``max_tokens`` only after the grammar is built). Raises ``ValueError`` when the
-        shortest complete output takes more tokens."""
-        if self.num_processed_tokens:
-            raise RuntimeError("the budget is set before the first token")
-        self._matcher = Matcher(self._compiled, _matcher_budget(max_tokens))
-
     # --- vLLM's interface -------------------------------------------------------------------
 
     def accept_tokens(self, request_id: str, tokens: list[int]) -> bool:

@@ -22,8 +22,7 @@ import logging
 from typing import Any, Literal, get_args
 
 from .. import Vocabulary
-from ._backend import ConstrainBackend
-from ._grammar import ConstrainGrammar
+from ._backend import REQUEST, ConstrainBackend
 from ._specs import SpecError, compile_spec
 
 NAME = "constrain"
@@ -158,10 +157,11 @@ def _wrap_manager() -> None:
 
     @functools.wraps(create)
     def new_create(self: Any, request: Any) -> Any:
-        grammar = create(self, request)
-        if isinstance(grammar, ConstrainGrammar):
-            grammar.set_max_tokens(getattr(request, "max_tokens", None))
-        return grammar
+        REQUEST.max_tokens = getattr(request, "max_tokens", None)
+        try:
+            return create(self, request)
+        finally:
+            REQUEST.max_tokens = None
 
     new_init._constrain = True  # type: ignore[attr-defined]
     Manager.__init__ = new_init
