@@ -195,9 +195,13 @@ def cases() -> list[Case]:
              chat(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
                   tool_choice={"type": "function", "function": {"name": "g"}}), 400,
              param="tool_choice.function.name", says=['"g"']),
-        Case("tools: a type other than function",
-             chat(tools=[{"type": "custom", "custom": {"name": "sql"}}]), 400,
-             param="tools[0].type", says=['"custom"']),
+        Case("tools: a type other than function or custom",
+             chat(tools=[{"type": "web_search"}]), 400,
+             param="tools[0].type", says=['"web_search"']),
+        Case("tools: a custom tool whose Lark grammar names no rule",
+             chat(tools=[{"type": "custom", "custom": {"name": "sql", "format": {"type": "grammar", "grammar": {
+                 "syntax": "lark", "definition": "start: missing_rule"}}}}], tool_choice="required"), 400,
+             param="tools", says=["missing_rule", "1:8"]),
         # Constraint fields that are not supported are refused by name, never ignored.
         Case("response_format: an unknown field",
              chat(response_format={"type": "json_object", "schema": {}, "strict": True}), 400,

@@ -47,7 +47,7 @@ def documented(family: str, args: str) -> str:
         "generic": f'<tool_call>{{"name": "get_weather", "arguments": {args}}}</tool_call>',
         "hermes": f'<tool_call>\n{{"name": "get_weather", "arguments": {args}}}\n</tool_call>',
         "llama3": f'{{"name": "get_weather", "parameters": {args}}}',
-        "mistral": f'[TOOL_CALLS][{{"name": "get_weather", "arguments": {args}}}]',
+        "mistral": f'[TOOL_CALLS] [{{"name": "get_weather", "arguments": {args}}}]',
         "deepseek": "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
         f"{args}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
         "harmony": f"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{args}<|call|>",

@@ -357,7 +357,7 @@ mod tests {
         );
         assert_eq!(
             render_calls(&ToolCallFormat::mistral(), &[("f", "{}"), ("g", "not json")]),
-            "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": \"not json\"}]"
+            "[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": \"not json\"}]"
         );
         let text = system_prompt(
             &[&tool("f", json!({"type": "object"}))],

@@ -9,12 +9,13 @@
 //! | `generic` | `<tool_call>{"name": "N", "arguments": A}</tool_call>` | newline | |
 //! | `hermes` (Qwen 2.5/3, Hermes) | `<tool_call>\n{"name": "N", "arguments": A}\n</tool_call>` | newline | |
 //! | `llama3` (Llama 3.1-3.3 JSON) | `{"name": "N", "parameters": A}` | one call only | |
-//! | `mistral` | `{"name": "N", "arguments": A}` | `, ` | `[TOOL_CALLS][` ... `]` |
+//! | `mistral` | `{"name": "N", "arguments": A}` | `, ` | `[TOOL_CALLS] [` ... `]` |
 //! | `deepseek` (V3, R1) | `<｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\nA\n```<｜tool▁call▁end｜>` | newline | `<｜tool▁calls▁begin｜>` ... `<｜tool▁calls▁end｜>` |
 //! | `harmony` (gpt-oss) | `<\|channel\|>commentary to=functions.N <\|constrain\|>json<\|message\|>A<\|call\|>` | one call only | |
 //!
-//! The texts are those the families' published chat templates write when they render a past
-//! call, so a call generated under the grammar reads back, and renders again, as the same text.
+//! The texts are those the families' chat templates write when they render a past call (Qwen's
+//! and DeepSeek's are checked against their published templates in the server's tests), so a
+//! call generated under the grammar reads back, and renders again, as the same text.
 
 use std::sync::Arc;
 
@@ -145,11 +146,11 @@ impl ToolCallFormat {
         }
     }
 
-    /// `[TOOL_CALLS][{"name": N, "arguments": A}, ...]`: Mistral's function calling.
+    /// `[TOOL_CALLS] [{"name": N, "arguments": A}, ...]`: Mistral's function calling.
     pub fn mistral() -> ToolCallFormat {
         ToolCallFormat {
             name: "mistral",
-            calls_open: "[TOOL_CALLS][",
+            calls_open: "[TOOL_CALLS] [",
             before_name: "{\"name\": \"",
             after_name: "\", \"arguments\": ",
             call_close: "}",
