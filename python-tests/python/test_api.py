@@ -397,6 +397,68 @@ def test_apply_torch(dtype):
     assert torch.equal(partial[[0, 2]], expected[[0, 2]])
 
 
+def mask_cases(rng):
+    """(logits, bitmask, indices) cases: wider and narrower logits than the bits, one row,
+    some rows, no rows, every bit set and none."""
+    bitmask = rng.integers(-(2**31), 2**31, size=(4, 32), dtype=np.int64).astype(np.int32)
+    bitmask[1] = -1
+    bitmask[2] = 0
+    yield rng.normal(size=(4, 1000)).astype(np.float32), bitmask, None
+    yield rng.normal(size=(4, 1100)).astype(np.float32), bitmask, None
+    yield rng.normal(size=1000).astype(np.float32), bitmask[0], None
+    yield rng.normal(size=(4, 1000)).astype(np.float32), bitmask, [0, 2]
+    yield rng.normal(size=(4, 1000)).astype(np.float32), bitmask[:2], [1]
+    yield rng.normal(size=(4, 1000)).astype(np.float32), bitmask, []
+
+
+def test_torch_path_on_cpu_float32_matches_the_rust_path():
+    # The code that masks CUDA logits, run on the CPU: the same bits as the Rust code's.
+    torch = pytest.importorskip("torch")
+    from constrain._torch_mask import apply_with_torch
+
+    for logits, bitmask, indices in mask_cases(np.random.default_rng(4)):
+        native = logits.copy()
+        constrain.apply_token_bitmask_inplace(native, bitmask, indices)
+        tensor = torch.from_numpy(logits.copy())
+        pointer = tensor.data_ptr()
+        apply_with_torch(tensor, torch.from_numpy(bitmask), indices)
+        assert tensor.data_ptr() == pointer
+        assert np.array_equal(tensor.numpy(), native), (logits.shape, indices)
+
+
+def test_torch_path_errors_match_the_rust_path():
+    torch = pytest.importorskip("torch")
+    from constrain._torch_mask import apply_with_torch
+
+    logits = torch.zeros((4, 64), dtype=torch.bfloat16)
+    bitmask = np.zeros((4, 2), dtype=np.int32)
+    with pytest.raises(ValueError, match="3 rows but the bitmask has 4"):
+        apply_with_torch(logits[:3], bitmask)
+    with pytest.raises(ValueError, match="out of range"):
+        apply_with_torch(logits, bitmask[:2], indices=[3])
+    with pytest.raises(TypeError, match="int32"):
+        apply_with_torch(logits, bitmask.astype(np.uint8))
+    with pytest.raises(TypeError, match="floating"):
+        apply_with_torch(torch.zeros((4, 64), dtype=torch.int64), bitmask)
+    assert not torch.isinf(logits).any()
+
+
+def test_cuda_logits_are_masked_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    for logits, bitmask, indices in mask_cases(np.random.default_rng(5)):
+        expected = logits.copy()
+        constrain.apply_token_bitmask_inplace(expected, bitmask, indices)
+        for dtype in (torch.float32, torch.bfloat16):
+            tensor = torch.from_numpy(logits).to("cuda", dtype)
+            pointer = tensor.data_ptr()
+            constrain.apply_token_bitmask_inplace(tensor, bitmask, indices)
+            assert tensor.is_cuda and tensor.data_ptr() == pointer
+            reference = torch.from_numpy(expected).to(dtype)
+            assert torch.equal(tensor.cpu(), reference), (logits.shape, indices, dtype)
+
+
 # --- Sampler ----------------------------------------------------------------------------------
 
 

@@ -184,7 +184,9 @@ fn the_stats_line_ends_stderr_and_stdout_holds_only_the_output() {
             "sampled_tokens_per_s",
             "mask_us_p50",
             "mask_us_p99",
-            "stop_reason"
+            "stop_reason",
+            "prefill_s",
+            "eval_s"
         ]
     );
     assert!(stats["prompt_tokens"].as_u64().unwrap() > 3);

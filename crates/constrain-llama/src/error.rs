@@ -11,6 +11,14 @@ pub enum LlamaError {
     /// llama.cpp could not be initialized.
     #[error("llama.cpp backend: {0}")]
     Backend(#[from] llama_cpp_2::LlamaCppError),
+    /// The GPU asked for is not among the machine's GPUs.
+    #[error("no GPU {index}: this machine has {available} (numbered from 0)")]
+    GpuDeviceNotFound {
+        /// The GPU asked for.
+        index: usize,
+        /// How many GPUs there are.
+        available: usize,
+    },
     /// The model file does not exist.
     #[error("model file {path} does not exist")]
     ModelNotFound {

@@ -11,23 +11,39 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
 use crate::chat::{ChatMessage, ChatTemplate};
+use crate::gpu::{default_gpu_layers, gpu_devices, place, Placement};
 use crate::vocabulary::vocabulary_from_model;
 use crate::LlamaError;
 
 /// How to load a model.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LoadOptions {
     /// Let llama.cpp write its log to stderr. The first load of a process decides this for the
     /// whole process (llama.cpp's log hook is global).
     pub verbose: bool,
-    /// Layers to offload to a GPU (only with the `cuda` feature; 0 = CPU only).
+    /// Layers to offload to a GPU (0: CPU only; `u32::MAX`: all). Without a usable GPU the
+    /// model runs on the CPU and [`Model::placement`] says why.
     pub gpu_layers: u32,
+    /// Which GPU, by its position among the machine's GPUs (`None`: the first).
+    pub gpu_device: Option<usize>,
+}
+
+impl Default for LoadOptions {
+    /// Quiet; every layer on the first GPU in a build with a GPU backend, else the CPU.
+    fn default() -> LoadOptions {
+        LoadOptions {
+            verbose: false,
+            gpu_layers: default_gpu_layers(),
+            gpu_device: None,
+        }
+    }
 }
 
 /// A loaded model with its vocabulary.
 pub struct Model {
     model: LlamaModel,
     path: PathBuf,
+    placement: Placement,
     vocabulary: Arc<Vocabulary>,
     index: OnceLock<Arc<TokenIndex>>,
 }
@@ -51,7 +67,20 @@ impl Model {
         }
         check_gguf_magic(path)?;
         let backend = backend(options.verbose)?;
-        let params = LlamaModelParams::default().with_n_gpu_layers(options.gpu_layers);
+        let devices = if options.gpu_layers > 0 {
+            gpu_devices()
+        } else {
+            Vec::new()
+        };
+        let placement = place(options.gpu_layers, options.gpu_device, devices)?;
+        let params = match &placement {
+            Placement::Gpu { device, layers } => LlamaModelParams::default()
+                .with_n_gpu_layers(*layers)
+                .with_devices(&[device.backend_index])?,
+            Placement::Cpu | Placement::CpuFallback(_) => {
+                LlamaModelParams::default().with_n_gpu_layers(0)
+            }
+        };
         let model = LlamaModel::load_from_file(backend, path, &params).map_err(|source| {
             LlamaError::ModelLoad {
                 path: path.to_path_buf(),
@@ -62,6 +91,7 @@ impl Model {
         Ok(Model {
             model,
             path: path.to_path_buf(),
+            placement,
             vocabulary,
             index: OnceLock::new(),
         })
@@ -70,6 +100,12 @@ impl Model {
     /// The file the model was loaded from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the model's layers run: the GPU asked for, the CPU as asked, or the CPU because no
+    /// GPU was usable (a caller that asked for GPU layers tells its user so).
+    pub fn placement(&self) -> &Placement {
+        &self.placement
     }
 
     /// Every token's bytes and kind, as the model emits them.

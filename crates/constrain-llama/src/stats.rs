@@ -33,8 +33,9 @@ impl StopReason {
 
 /// Counters and timings of one generation.
 ///
-/// Serialized, it is the `--stats` line; `output_bytes`, `prefill_s` and `eval_s` are left out
-/// of it.
+/// Serialized, it is the `--stats` line; `output_bytes` is left out of it. `prefill_s` and
+/// `eval_s` are in it so that the model's share of a step (which a GPU changes) can be told
+/// from the mask's.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stats {
     /// Steps whose mask the token budget narrowed so the output would complete in time
@@ -60,11 +61,9 @@ pub struct Stats {
     #[serde(skip)]
     pub output_bytes: usize,
     /// Seconds spent evaluating the prompt.
-    #[serde(skip)]
     pub prefill_s: f64,
     /// Of `decode_s`, the seconds inside the model (evaluating generated tokens); the rest is
     /// masks, sampling and bookkeeping.
-    #[serde(skip)]
     pub eval_s: f64,
     /// The output's log-probability under the constraint: the sum, over sampled tokens, of
     /// their log-probability in the model's distribution masked to the allowed tokens and
@@ -145,7 +144,9 @@ mod tests {
                 "sampled_tokens_per_s",
                 "mask_us_p50",
                 "mask_us_p99",
-                "stop_reason"
+                "stop_reason",
+                "prefill_s",
+                "eval_s"
             ]
         );
         assert_eq!(json["stop_reason"], "max_tokens");

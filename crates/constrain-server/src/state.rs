@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use constrain::{TokenIndex, ToolCallFormat, Trigger};
-use constrain_llama::{ChatTemplate, LoadOptions, Model, SessionOptions};
+use constrain_llama::{ChatTemplate, LoadOptions, Model, Placement, SessionOptions};
 use constrain_sampling::SamplerConfig;
 use constrain_vocab::Vocabulary;
 
@@ -95,6 +95,11 @@ pub struct ServerOptions {
     pub responses_store_bytes: usize,
     /// Let llama.cpp log to stderr.
     pub verbose: bool,
+    /// Layers offloaded to the GPU (0: the CPU; `u32::MAX`: all); without a usable GPU the
+    /// model runs on the CPU and one line on stderr says so.
+    pub gpu_layers: u32,
+    /// Which GPU, by its position among the machine's GPUs (`None`: the first).
+    pub gpu_device: Option<usize>,
 }
 
 impl ServerOptions {
@@ -140,6 +145,8 @@ impl ServerOptions {
             lookup: 0,
             responses_store_bytes: 64 << 20,
             verbose: false,
+            gpu_layers: constrain_llama::default_gpu_layers(),
+            gpu_device: None,
         }
     }
 }
@@ -184,10 +191,19 @@ impl AppState {
     pub fn new(options: ServerOptions) -> Result<AppState, StartError> {
         let load = LoadOptions {
             verbose: options.verbose,
-            gpu_layers: 0,
+            gpu_layers: options.gpu_layers,
+            gpu_device: options.gpu_device,
         };
         // The model lives as long as the process: the scheduler and handlers borrow it.
         let model: &'static Model = Box::leak(Box::new(Model::load(&options.model_path, &load)?));
+        // A GPU build on a machine without a usable GPU serves from the CPU, and says so once.
+        match model.placement() {
+            Placement::CpuFallback(why) => {
+                eprintln!("constrain serve: {why}; running on the CPU");
+            }
+            placement if options.verbose => eprintln!("constrain serve: model on the {placement}"),
+            _ => {}
+        }
         let template = match options.chat_template {
             Some(t) => t,
             None => model.chat_template()?,

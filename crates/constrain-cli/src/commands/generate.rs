@@ -178,6 +178,8 @@ pub struct Args {
         help_heading = "Model"
     )]
     pub ctx_size: u32,
+    #[command(flatten, next_help_heading = "Model")]
+    pub gpu: super::gpu::GpuArgs,
 
     /// Softmax temperature; 0 always picks the most likely allowed token.
     #[arg(

@@ -3,6 +3,7 @@
 
 pub mod fetch_model;
 pub mod generate;
+pub mod gpu;
 pub mod limits;
 pub mod serve;
 

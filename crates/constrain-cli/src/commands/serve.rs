@@ -127,6 +127,8 @@ pub struct Args {
         help = super::limits::HELP
     )]
     pub limits: Vec<String>,
+    #[command(flatten)]
+    pub gpu: super::gpu::GpuArgs,
     /// Show llama.cpp's log on stderr.
     #[arg(long, short)]
     pub verbose: bool,
@@ -208,6 +210,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     options.limits = limits;
     options.grammar_cache = args.grammar_cache;
     options.verbose = args.verbose;
+    let load = args.gpu.load_options(args.verbose);
+    options.gpu_layers = load.gpu_layers;
+    options.gpu_device = load.gpu_device;
     // The CLI's layout of generated JSON: one line, Python's separators, canonical strings; an
     // object gets no undeclared members (what OpenAI's strict mode asks for, and valid either way).
     options.schema_options = constrain::SchemaOptions {

@@ -39,6 +39,7 @@ from ._native import (
 )
 from . import _native
 from ._huggingface import vocabulary_from_huggingface as _vocabulary_from_huggingface
+from ._torch_mask import apply_with_torch as _apply_with_torch
 
 __all__ = [
     "CompileError",
@@ -113,7 +114,8 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Optional[Seq
     bits past the logits' width are ignored.
 
     NumPy arrays and CPU ``float32`` tensors are masked by the Rust code (rows in parallel, no
-    copy); other tensors (CUDA, ``bfloat16``...) through torch operations on their device.
+    copy); other tensors (CUDA, ``bfloat16``...) through torch operations on their device: CUDA
+    logits are never copied to the host, only the bitmask goes to the GPU.
     """
     module = type(logits).__module__
     if module.startswith("torch"):
@@ -123,41 +125,3 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: Optional[Seq
             _apply_with_torch(logits, bitmask, indices)
             return
     _native.apply_token_bitmask_inplace_cpu(logits, bitmask, None if indices is None else list(indices))
-
-
-def _apply_with_torch(logits: Any, bitmask: Any, indices: Optional[Sequence[int]]) -> None:
-    """``apply_token_bitmask_inplace`` for tensors the Rust code does not read (other devices
-    or dtypes): the bits are unpacked to booleans and the logits filled where they are clear."""
-    import numpy as np
-    import torch
-
-    if isinstance(bitmask, np.ndarray):
-        bitmask = torch.from_numpy(bitmask)
-    bitmask = bitmask.to(logits.device, non_blocking=True)
-    one_row = logits.dim() == 1
-    rows = logits.unsqueeze(0) if one_row else logits
-    masks = bitmask.unsqueeze(0) if bitmask.dim() == 1 else bitmask
-    if indices is None:
-        if masks.shape[0] != rows.shape[0]:
-            raise ValueError(
-                f"logits have {rows.shape[0]} rows but the bitmask has {masks.shape[0]}; "
-                "pass indices= to mask some rows"
-            )
-        index = None
-    else:
-        index = torch.as_tensor(list(indices), dtype=torch.long, device=logits.device)
-        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= min(rows.shape[0], masks.shape[0])):
-            raise ValueError(f"indices {list(indices)} out of range for {rows.shape[0]} logits rows "
-                             f"and {masks.shape[0]} bitmask rows")
-        masks = masks.index_select(0, index)
-    width = rows.shape[-1]
-    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-    allowed = ((masks.unsqueeze(-1) >> shifts) & 1).bool().reshape(masks.shape[0], -1)
-    covered = min(width, allowed.shape[-1])
-    disallowed = torch.ones((masks.shape[0], width), dtype=torch.bool, device=logits.device)
-    disallowed[:, :covered] = ~allowed[:, :covered]
-    if index is None:
-        rows.masked_fill_(disallowed, float("-inf"))
-    else:
-        selected = rows.index_select(0, index).masked_fill_(disallowed, float("-inf"))
-        rows.index_copy_(0, index, selected)

@@ -7,9 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use constrain_engine::Matcher;
 use constrain_llama::model_store::{self, DEFAULT_MODEL};
-use constrain_llama::{
-    BeamRequest, LoadOptions, Model, Request, Session, SessionOptions, StopReason,
-};
+use constrain_llama::{BeamRequest, Model, Request, Session, SessionOptions, StopReason};
 use constrain_sampling::SamplerConfig;
 
 use super::constraint::Constraint;
@@ -23,16 +21,16 @@ pub(super) fn generate(args: Args, constraint: Option<Constraint>) -> anyhow::Re
     let sampling = sampler_config(&args)?;
     let prompt = read_prompt(args.prompt.as_deref())?;
     let model_path = model_path(args.model.as_deref())?;
-    let options = LoadOptions {
-        verbose: args.verbose,
-        gpu_layers: gpu_layers(),
-    };
-    let model = Model::load(&model_path, &options)?;
+    let model = Model::load(&model_path, &args.gpu.load_options(args.verbose))?;
+    if let Some(notice) = crate::commands::gpu::fallback_notice("constrain", model.placement()) {
+        eprintln!("{notice}");
+    }
     if args.verbose {
         eprintln!(
-            "model {} ({} tokens)",
+            "model {} ({} tokens) on the {}",
             model_path.display(),
-            model.vocabulary().len()
+            model.vocabulary().len(),
+            model.placement()
         );
     }
 
@@ -275,13 +273,4 @@ fn random_seed() -> u64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
     hasher.finish()
-}
-
-/// With CUDA, offload every layer; otherwise run on the CPU.
-fn gpu_layers() -> u32 {
-    if cfg!(feature = "cuda") {
-        u32::MAX
-    } else {
-        0
-    }
 }
