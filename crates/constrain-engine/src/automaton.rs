@@ -283,16 +283,35 @@ impl Automaton {
     /// one of them reads string characters for long: it survives at least [`SHORT_STRING`]
     /// of them, whatever they are.
     ///
+    /// Inside a string (two branches' values, a string that may end, values of branches
+    /// whose lexemes began at different bytes), a walk of the whole automaton visits most of
+    /// the vocabulary for every such state, where lexeme walks take whole subtrees at once
+    /// and are done once per lexer state; elsewhere (a number that may go on or end) it is
+    /// short, and masks per scan would only crowd the cache.
+    pub(crate) fn scans_apart(
+        &mut self,
+        state: StateId,
+    ) -> Result<Option<SmallVec<[StateId; 4]>>, MatchError> {
+        if self.configs[state as usize].scans.len() < 2 {
+            return Ok(None);
+        }
+        for i in 0..self.configs[state as usize].scans.len() {
+            let lex = self.configs[state as usize].scans[i].1;
+            if self.lexer.string_radius(lex)? >= SHORT_STRING {
+                return self.scans_alone(state);
+            }
+        }
+        Ok(None)
+    }
+
+    /// A state per scan of `state`, each holding that scan alone, when there are several.
+    ///
     /// The scans of a state step apart, and a row the parser builds from several ending
     /// lexemes holds the items each would give alone, whose continuations add up: what may
-    /// follow a state is what may follow any one of its scans. Its mask is then the union of
-    /// theirs, each found on the single-lexeme path and shared with every state holding
-    /// that scan. Inside a string (two branches' values, a string that may end, values of
-    /// branches whose lexemes began at different bytes), a walk of the whole automaton
-    /// visits most of the vocabulary for every such state, where lexeme walks take whole
-    /// subtrees at once and are done once per lexer state; elsewhere (a number that may go
-    /// on or end) it is short, and masks per scan would only crowd the cache.
-    pub(crate) fn scans_apart(
+    /// follow a state is what may follow any one of its scans. So its mask is the union of
+    /// theirs, and a completion of the state one of them reaches after some bytes completes
+    /// the state `state` reaches after them too.
+    pub(crate) fn scans_alone(
         &mut self,
         state: StateId,
     ) -> Result<Option<SmallVec<[StateId; 4]>>, MatchError> {
@@ -300,26 +319,16 @@ impl Automaton {
         if scans.len() < 2 {
             return Ok(None);
         }
-        let mut reads_strings = false;
-        for &(_, lex) in &scans {
-            if self.lexer.string_radius(lex)? >= SHORT_STRING {
-                reads_strings = true;
-                break;
-            }
-        }
-        if !reads_strings {
-            return Ok(None);
-        }
-        let mut apart = SmallVec::with_capacity(scans.len());
+        let mut alone = SmallVec::with_capacity(scans.len());
         for scan in scans {
-            let mut alone = SmallVec::new();
-            alone.push(scan);
-            apart.push(self.intern(Config {
-                scans: alone,
+            let mut only = SmallVec::new();
+            only.push(scan);
+            alone.push(self.intern(Config {
+                scans: only,
                 accepting: false,
             })?);
         }
-        Ok(Some(apart))
+        Ok(Some(alone))
     }
 
     /// Sizes of the lazily built parts, for diagnostics.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use constrain_vocab::Vocabulary;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::automaton::{Automaton, StateId, DEAD};
 use crate::completion::{self, Completion, Completions};
@@ -17,6 +18,7 @@ use crate::limits::{Deadline, Limits};
 use crate::mask::{
     lexeme_mask, state_mask_from_lexeme, walk_subtree, BoundaryCache, Inside, LexemeMask,
 };
+use crate::parser::RowId;
 use crate::text_check::BoundTextCheck;
 use crate::token_index::{Signature, TokenIndex};
 
@@ -374,14 +376,16 @@ impl CompiledGrammar {
     }
 
     /// Clears from `mask` (the allowed tokens at `state`) every token after which the shortest
-    /// completion takes more than `room` tokens, but `keep` (the next token of a completion
-    /// known to fit). Returns whether any token was cleared.
+    /// completion (as [`CompiledGrammar::completion_after`] counts it) takes more than `room`
+    /// tokens, but `keep` (the next token of a completion known to fit). Returns whether any
+    /// token was cleared.
     ///
     /// For a state of one scan, what the budget needs is kept per state ([`BudgetView`]):
     /// while it is ample this is a lookup and a comparison; as it runs out, only the subtrees
     /// below the lexeme's boundaries are walked, unless a token inside the lexeme must go too.
     /// Otherwise, and then, the walk of the whole trie
-    /// ([`CompiledGrammar::fit_to_budget_exactly`]) decides. Both refuse the same tokens.
+    /// ([`CompiledGrammar::fit_to_budget_exactly`]) decides. Both refuse the same tokens. A
+    /// state of several scans keeps what fits from any of its scans alone.
     pub(crate) fn fit_to_budget(
         &self,
         state: StateId,
@@ -389,12 +393,16 @@ impl CompiledGrammar {
         room: u64,
         keep: Option<u32>,
     ) -> Result<bool, MatchError> {
+        if let Some(alone) = self.scans_alone(state)? {
+            return self.fit_to_budget_by_scan(&alone, mask, room, keep);
+        }
         if self.budget_walk_only.load(Ordering::Relaxed) {
             return self.fit_to_budget_exactly(state, mask, room, keep);
         }
         let Some(view) = self.budget_view(state) else {
             return self.fit_to_budget_exactly(state, mask, room, keep);
         };
+        let view = self.refined_budget_view(state, view, room);
         if view.inside.max(view.below) <= room {
             return Ok(false);
         }
@@ -424,6 +432,84 @@ impl CompiledGrammar {
         Ok(!refused.is_empty())
     }
 
+    /// Whether `room` tokens are known to hold the shortest completion after any token at
+    /// `state`, from its bound alone: then the budget changes nothing there, and nothing
+    /// else of it needs computing.
+    pub(crate) fn budget_is_ample(&self, state: StateId, room: u64) -> bool {
+        !self.budget_walk_only.load(Ordering::Relaxed) && self.bound_after(state) <= room
+    }
+
+    /// [`CompiledGrammar::fit_to_budget`] at a state of several scans, given a state per scan
+    /// alone: a token fits where it fits from one of them, and each is fitted as a state of
+    /// one scan (by its bound while that is ample).
+    fn fit_to_budget_by_scan(
+        &self,
+        alone: &[StateId],
+        mask: &mut [u32],
+        room: u64,
+        keep: Option<u32>,
+    ) -> Result<bool, MatchError> {
+        let walk_only = self.budget_walk_only.load(Ordering::Relaxed);
+        if !walk_only && alone.iter().all(|&s| self.bound_after(s) <= room) {
+            return Ok(false);
+        }
+        let mut fits = vec![0u32; mask.len()];
+        for &s in alone {
+            let mut part = self.mask(s)?.to_vec();
+            part.iter_mut().zip(mask.iter()).for_each(|(p, m)| *p &= m);
+            self.fit_to_budget(s, &mut part, room, None)?;
+            fits.iter_mut().zip(&part).for_each(|(f, p)| *f |= p);
+        }
+        if let Some(k) = keep {
+            fits[(k >> 5) as usize] |= 1 << (k & 31);
+        }
+        let mut narrowed = false;
+        for (m, f) in mask.iter_mut().zip(&fits) {
+            narrowed |= *m & !f != 0;
+            *m &= f;
+        }
+        Ok(narrowed)
+    }
+
+    /// A state per scan of `state` alone, where it has several (see
+    /// [`Automaton::scans_alone`]).
+    fn scans_alone(&self, state: StateId) -> Result<Option<SmallVec<[StateId; 4]>>, MatchError> {
+        self.with_automaton(|a| a.scans_alone(state))
+    }
+
+    /// The shortest completion the token budget counts after a token of `bytes` that leads
+    /// from `state` to `next`: that of `next` where `state` has one scan. Where it has
+    /// several, the one of fewest tokens among those of the states each scan alone leads to:
+    /// each completes `next` too (see [`Automaton::scans_alone`]), and a state of several
+    /// scans then allows under a budget what one of its scans allows alone, so its bound is
+    /// theirs.
+    pub(crate) fn completion_after(
+        &self,
+        state: StateId,
+        bytes: &[u8],
+        next: StateId,
+    ) -> Result<Option<Completion>, MatchError> {
+        let Some(alone) = self.scans_alone(state)? else {
+            return self.completion(next);
+        };
+        let mut best: Option<Completion> = None;
+        for s in alone {
+            let at = self.with_automaton(|a| walk(a, s, bytes))?;
+            if at == DEAD {
+                continue;
+            }
+            if let Some(c) = self.completion(at)? {
+                if best
+                    .as_ref()
+                    .is_none_or(|b| c.tokens.len() < b.tokens.len())
+                {
+                    best = Some(c);
+                }
+            }
+        }
+        Ok(best)
+    }
+
     /// [`CompiledGrammar::fit_to_budget`] by a walk of the whole trie: the most tokens a
     /// completion takes after any allowed token is kept per state, so where the budget is
     /// ample this is one lookup and one comparison; where it is not, a walk of the trie from
@@ -435,33 +521,57 @@ impl CompiledGrammar {
         room: u64,
         keep: Option<u32>,
     ) -> Result<bool, MatchError> {
-        let widest = self.widest_after(state)?;
-        if widest <= room {
+        let known = self.lazy.lock().widest_after.get(&state).copied();
+        if known.is_some_and(|widest| widest <= room) {
             return Ok(false);
         }
         let mut refused = Vec::new();
+        let mut widest = 0u64;
         self.walk_completions(0, state, Some(&*mask), |token, tokens| {
+            widest = widest.max(tokens);
             if tokens > room && Some(token) != keep {
                 refused.push(token);
             }
         })?;
+        // Without a text check, `mask` is the grammar's, and the walk found what
+        // `widest_after` keeps.
+        if self.text_check.is_none() {
+            self.lazy.lock().widest_after.insert(state, widest);
+        }
         for &t in &refused {
             mask[(t >> 5) as usize] &= !(1 << (t & 31));
         }
         Ok(!refused.is_empty())
     }
 
-    /// The most tokens the shortest completion takes after any token allowed at `state` (by
-    /// the grammar alone), from a walk of the whole trie; kept per state.
+    /// The most tokens the shortest completion takes (as
+    /// [`CompiledGrammar::completion_after`] counts it) after any token allowed at `state` (by
+    /// the grammar alone), from walks of the whole trie; kept per state.
     pub(crate) fn widest_after(&self, state: StateId) -> Result<u64, MatchError> {
         if let Some(&w) = self.lazy.lock().widest_after.get(&state) {
             return Ok(w);
         }
-        let base = self.mask(state)?;
-        let mut widest = 0u64;
-        self.walk_completions(0, state, Some(&base), |_, tokens| {
-            widest = widest.max(tokens)
-        })?;
+        let widest = match self.scans_alone(state)? {
+            None => {
+                let base = self.mask(state)?;
+                let mut widest = 0u64;
+                self.walk_completions(0, state, Some(&base), |_, tokens| {
+                    widest = widest.max(tokens)
+                })?;
+                widest
+            }
+            Some(alone) => {
+                let mut least: FxHashMap<u32, u64> = FxHashMap::default();
+                for s in alone {
+                    let base = self.mask(s)?;
+                    self.walk_completions(0, s, Some(&base), |token, tokens| {
+                        let known = least.entry(token).or_insert(tokens);
+                        *known = (*known).min(tokens);
+                    })?;
+                }
+                least.values().copied().max().unwrap_or(0)
+            }
+        };
         self.lazy.lock().widest_after.insert(state, widest);
         Ok(widest)
     }
@@ -469,8 +579,17 @@ impl CompiledGrammar {
     /// A bound on [`CompiledGrammar::widest_after`] from the state's [`BudgetView`],
     /// `u64::MAX` where it has none.
     pub(crate) fn bound_after(&self, state: StateId) -> u64 {
-        self.budget_view(state)
-            .map_or(u64::MAX, |v| v.inside.max(v.below))
+        match self.scans_alone(state) {
+            Ok(Some(alone)) => alone
+                .iter()
+                .map(|&s| self.bound_after(s))
+                .max()
+                .unwrap_or(0),
+            Ok(None) => self
+                .budget_view(state)
+                .map_or(u64::MAX, |v| v.inside.max(v.below)),
+            Err(_) => u64::MAX,
+        }
     }
 
     /// The [`BudgetView`] of `state`, computed on first use and kept; `None` for a state of
@@ -491,41 +610,26 @@ impl CompiledGrammar {
             return Ok(None);
         };
         let row = lazy.automaton.scans(state)[0].0;
-        let ends = match lazy.token_ends.get(&lex) {
-            Some(known) => known.clone(),
-            None => {
-                let ends = completion::token_ends(
-                    &mut lazy.automaton.lexer,
-                    lex,
-                    self.index.longest_token(),
-                )?
-                .map(Arc::from);
-                lazy.token_ends.insert(lex, ends.clone());
-                ends
-            }
-        };
-        let Some(ends) = ends else {
+        let Some(ends) = self.token_ends(&mut lazy, lex)? else {
             return Ok(None);
         };
-        // Every token that keeps the lexeme going ends in the state after one of `ends`.
-        let mut inside = 0u64;
-        {
-            let Lazy {
-                automaton,
-                completions,
-                ..
-            } = &mut *lazy;
-            for &end in ends.iter() {
-                let after = automaton.after_lexeme_bytes(row, end)?;
-                if after == DEAD {
-                    continue;
-                }
-                let tokens = completions
-                    .of_state(automaton, &self.index, after)?
-                    .map_or(u64::MAX, |c| c.tokens.len() as u64);
-                inside = inside.max(tokens);
-            }
-        }
+        // Every token that keeps the lexeme going ends in the state after one of `ends`:
+        // bounded first in bytes, which costs a search over lexer states, and computed end
+        // by end only where that bound does not do (see `refined_budget_view`).
+        let Lazy {
+            automaton,
+            completions,
+            ..
+        } = &mut *lazy;
+        let (inside, inside_exact) =
+            match bytes_after_lexeme_bound(automaton, completions, &self.index, row, &ends)? {
+                Some(bound) => (bound, false),
+                None if ends.len() <= EXACT_TOKEN_ENDS => (
+                    widest_after_ends(automaton, completions, &self.index, row, &ends)?,
+                    true,
+                ),
+                None => return Ok(None),
+            };
         // The others lie below the boundaries of the lexeme's walk (the mask's subtrees).
         let lexeme = self.lexeme_mask(&mut lazy, lex, Sharing::BySignature)?;
         drop(lazy);
@@ -549,7 +653,59 @@ impl CompiledGrammar {
             };
             below = below.max(widest);
         }
-        Ok(Some(BudgetView { lex, inside, below }))
+        Ok(Some(BudgetView {
+            lex,
+            inside,
+            inside_exact,
+            below,
+        }))
+    }
+
+    /// `view` (of `state`) with its bound inside the lexeme computed end by end where it
+    /// was bounded in bytes and that bound exceeds `room`, and there are few enough ends.
+    fn refined_budget_view(&self, state: StateId, view: BudgetView, room: u64) -> BudgetView {
+        if view.inside_exact || view.inside <= room {
+            return view;
+        }
+        let refined = (|| -> Result<Option<BudgetView>, MatchError> {
+            let mut lazy = self.lazy.lock();
+            let row = lazy.automaton.scans(state)[0].0;
+            let Some(ends) = self.token_ends(&mut lazy, view.lex)? else {
+                return Ok(None);
+            };
+            if ends.len() > EXACT_TOKEN_ENDS {
+                return Ok(None);
+            }
+            let Lazy {
+                automaton,
+                completions,
+                ..
+            } = &mut *lazy;
+            let inside = widest_after_ends(automaton, completions, &self.index, row, &ends)?;
+            Ok(Some(BudgetView {
+                inside: inside.min(view.inside),
+                inside_exact: true,
+                ..view
+            }))
+        })();
+        let refined = refined.ok().flatten().unwrap_or(BudgetView {
+            inside_exact: true,
+            ..view
+        });
+        self.lazy.lock().budget_views.insert(state, Some(refined));
+        refined
+    }
+
+    /// [`completion::token_ends`] of `lex`, kept per lexer state.
+    fn token_ends(&self, lazy: &mut Lazy, lex: LexId) -> Result<Option<Arc<[LexId]>>, MatchError> {
+        if let Some(known) = lazy.token_ends.get(&lex) {
+            return Ok(known.clone());
+        }
+        let ends =
+            completion::token_ends(&mut lazy.automaton.lexer, lex, self.index.longest_token())?
+                .map(Arc::from);
+        lazy.token_ends.insert(lex, ends.clone());
+        Ok(ends)
     }
 
     /// Walks the token trie below node `root` from `state`, calling `visit(token, completion
@@ -620,15 +776,69 @@ impl CompiledGrammar {
 /// the whole trie. A token allowed there either keeps the lexeme going to its last byte, and
 /// then ends in the state [`Automaton::after_lexeme_bytes`] gives for one of the lexer states
 /// [`completion::token_ends`] lists (a superset of where tokens end: the bound is never
-/// below the truth), or it passes a point where the lexeme may end, below one of the
-/// boundaries of the lexeme's walk (see `mask`), where it is read exactly.
+/// below the truth), bounded in bytes first and read end by end where that does not do; or
+/// it passes a point where the lexeme may end, below one of the boundaries of the lexeme's
+/// walk (see `mask`), where it is read exactly.
 #[derive(Clone, Copy, Debug)]
 struct BudgetView {
     lex: LexId,
-    /// The most tokens a completion takes after a token that keeps the lexeme going.
+    /// At least the most tokens a completion takes after a token that keeps the lexeme
+    /// going: exactly that where `inside_exact`, else a bound in bytes.
     inside: u64,
+    inside_exact: bool,
     /// The most tokens a completion takes after a token below a boundary.
     below: u64,
+}
+
+/// Lexer states [`completion::token_ends`] lists beyond which the budget bounds the
+/// completions after them in bytes ([`bytes_after_lexeme_bound`]) instead of computing each.
+const EXACT_TOKEN_ENDS: usize = 256;
+
+/// A bound on the tokens of the shortest completion after any token that takes scan `(row,
+/// _)` to one of `ends` within its lexeme, read off the lexer: the most bytes to the end of
+/// the lexeme from any of them, plus the most that complete the row after any terminal it
+/// expects. A text of `n` bytes takes at most `n` tokens where the vocabulary spells every
+/// byte alone (longest-match tokenization then moves at least a byte a token); `None` where
+/// it does not, or where a bound is not found.
+fn bytes_after_lexeme_bound(
+    automaton: &mut Automaton,
+    completions: &mut Completions,
+    index: &TokenIndex,
+    row: RowId,
+    ends: &[LexId],
+) -> Result<Option<u64>, MatchError> {
+    if !index.spells_every_byte() {
+        return Ok(None);
+    }
+    let Some(tail) = completions.widest_tail(automaton, index, row)? else {
+        return Ok(None);
+    };
+    Ok(completions
+        .bytes_to_end_bound(&mut automaton.lexer, ends)?
+        .map(|to_end| to_end.saturating_add(tail)))
+}
+
+/// The most tokens the shortest completion takes after any token that takes scan `(row, _)`
+/// to one of `ends` within its lexeme: the completion of the state after each.
+fn widest_after_ends(
+    automaton: &mut Automaton,
+    completions: &mut Completions,
+    index: &TokenIndex,
+    row: RowId,
+    ends: &[LexId],
+) -> Result<u64, MatchError> {
+    let mut widest = 0u64;
+    for &end in ends {
+        let after = automaton.after_lexeme_bytes(row, end)?;
+        if after == DEAD {
+            continue;
+        }
+        let tokens = completions
+            .of_state(automaton, index, after)?
+            .map_or(u64::MAX, |c| c.tokens.len() as u64);
+        widest = widest.max(tokens);
+    }
+    Ok(widest)
 }
 
 /// The state after `bytes` from `state` ([`DEAD`] once dead).

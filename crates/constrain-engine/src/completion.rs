@@ -34,6 +34,9 @@ const NONE: u64 = u64::MAX;
 /// Lexer states one search for the end of a lexeme may visit.
 const MAX_SEARCH_STATES: usize = 50_000;
 
+/// Lexer states one search for a bound on the bytes to the end of a lexeme visits.
+const MAX_BOUND_SEARCH_STATES: usize = 4096;
+
 /// Bytes a completion may have: longer ones are refused as a budget (no output that long is
 /// generated under a token budget anyway).
 const MAX_COMPLETION_BYTES: u64 = 1 << 22;
@@ -89,6 +92,12 @@ pub(crate) struct Completions {
     after_text: FxHashMap<(RowId, u32), Arc<[u8]>>,
     /// Per state: its completion, `None` where there is none.
     states: FxHashMap<StateId, Option<Completion>>,
+    /// Per lexer state: at most how many bytes end its lexeme (see
+    /// [`Completions::bytes_to_end_bound`]).
+    to_end: FxHashMap<LexId, u64>,
+    /// Per row: the most bytes that complete the input after any terminal it expects, where
+    /// every one of them has a completion (see [`Completions::widest_tail`]).
+    widest_tail: FxHashMap<RowId, Option<u64>>,
     /// Bytes held by the texts above, to bound the memory of a long-lived grammar.
     bytes: usize,
 }
@@ -174,7 +183,27 @@ impl Completions {
         lex: LexId,
         bound: u64,
     ) -> Result<Option<Vec<u8>>, MatchError> {
-        // What completing the row costs after each terminal it expects.
+        let tails = self.tails(a, row)?;
+        let Some(least_tail) = tails.values().map(|t| t.0).min() else {
+            return Ok(None);
+        };
+        let found = self.end_lexeme(&mut a.lexer, lex, &tails, least_tail, bound)?;
+        let Some((path, (_, pos, origin))) = found else {
+            return Ok(None);
+        };
+        let mut text = path;
+        self.item_rest_text(a, pos, origin, &mut text)?;
+        Ok(Some(text))
+    }
+
+    /// What completing `row` costs after each terminal it expects: the fewest bytes, and
+    /// the item whose rest they are (its position and origin row).
+    #[allow(clippy::type_complexity)]
+    fn tails(
+        &mut self,
+        a: &mut Automaton,
+        row: RowId,
+    ) -> Result<FxHashMap<u32, (u64, u32, RowId)>, MatchError> {
         let mut tails: FxHashMap<u32, (u64, u32, RowId)> = FxHashMap::default();
         let expected: Vec<u32> = a.parser.row(row).expected().to_vec();
         for t in expected {
@@ -187,16 +216,148 @@ impl Completions {
                 }
             }
         }
-        let Some(least_tail) = tails.values().map(|t| t.0).min() else {
-            return Ok(None);
+        Ok(tails)
+    }
+
+    /// The most bytes that complete the input after any terminal `row` expects, or `None`
+    /// where one of them has no completion; kept per row.
+    pub(crate) fn widest_tail(
+        &mut self,
+        a: &mut Automaton,
+        index: &TokenIndex,
+        row: RowId,
+    ) -> Result<Option<u64>, MatchError> {
+        if let Some(&known) = self.widest_tail.get(&row) {
+            return Ok(known);
+        }
+        self.prepare(a, index)?;
+        let tails = self.tails(a, row)?;
+        let expected = a.parser.row(row).expected().len();
+        let widest = (tails.len() == expected)
+            .then(|| tails.values().map(|t| t.0).max().unwrap_or(0))
+            .filter(|&w| w < NONE);
+        self.widest_tail.insert(row, widest);
+        Ok(widest)
+    }
+
+    /// At most how many bytes from any of the lexer states `ends` reach a state where its
+    /// lexeme may end (none from one where it may end), `None` where a bound is not found;
+    /// each state's bound is kept.
+    ///
+    /// One shortest-path search over the states and their successors, from those where a
+    /// lexeme may end or whose bound is known, backwards: every state is expanded once,
+    /// however many share their way to the end (a counted string's positions). A state
+    /// that leads out of them alone is searched forwards ([`Completions::bytes_to_end_from`]).
+    pub(crate) fn bytes_to_end_bound(
+        &mut self,
+        lexer: &mut Lexer,
+        ends: &[LexId],
+    ) -> Result<Option<u64>, MatchError> {
+        let mut index: FxHashMap<LexId, usize> = FxHashMap::default();
+        let mut nodes: Vec<LexId> = Vec::new();
+        let mut preds: Vec<Vec<usize>> = Vec::new();
+        let mut node_of = |x: LexId, nodes: &mut Vec<LexId>, preds: &mut Vec<Vec<usize>>| {
+            *index.entry(x).or_insert_with(|| {
+                nodes.push(x);
+                preds.push(Vec::new());
+                nodes.len() - 1
+            })
         };
-        let found = self.end_lexeme(&mut a.lexer, lex, &tails, least_tail, bound)?;
-        let Some((path, (_, pos, origin))) = found else {
-            return Ok(None);
-        };
-        let mut text = path;
-        self.item_rest_text(a, pos, origin, &mut text)?;
-        Ok(Some(text))
+        let unknown: Vec<LexId> = ends
+            .iter()
+            .copied()
+            .filter(|x| !self.to_end.contains_key(x))
+            .collect();
+        for &x in &unknown {
+            node_of(x, &mut nodes, &mut preds);
+        }
+        // Every state reached, up to the ends of lexemes or known bounds, is expanded once.
+        let mut expanded = 0;
+        while expanded < nodes.len() && nodes.len() <= MAX_BOUND_SEARCH_STATES {
+            let x = nodes[expanded];
+            let from = expanded;
+            expanded += 1;
+            if lexer.can_end(x) || !lexer.extends(x) || self.to_end.contains_key(&x) {
+                continue;
+            }
+            for class in 0..lexer.classes() {
+                let y = lexer.next(x, class)?;
+                if y != LEX_DEAD {
+                    let to = node_of(y, &mut nodes, &mut preds);
+                    preds[to].push(from);
+                }
+            }
+        }
+        let mut dist = vec![NONE; nodes.len()];
+        let mut queue = std::collections::BinaryHeap::new();
+        for (i, &x) in nodes.iter().enumerate() {
+            let known = if lexer.can_end(x) {
+                Some(0)
+            } else {
+                self.to_end.get(&x).copied()
+            };
+            if let Some(d) = known.filter(|&d| d < NONE) {
+                dist[i] = d;
+                queue.push(std::cmp::Reverse((d, i)));
+            }
+        }
+        while let Some(std::cmp::Reverse((d, i))) = queue.pop() {
+            if d > dist[i] {
+                continue;
+            }
+            for &p in &preds[i] {
+                if d + 1 < dist[p] {
+                    dist[p] = d + 1;
+                    queue.push(std::cmp::Reverse((d + 1, p)));
+                }
+            }
+        }
+        for &x in &unknown {
+            let d = dist[index[&x]];
+            let d = if d < NONE {
+                d
+            } else {
+                self.bytes_to_end_from(lexer, x)?
+            };
+            self.to_end.insert(x, d);
+        }
+        let mut widest = 0u64;
+        for x in ends {
+            match self.to_end.get(x) {
+                Some(&d) if d < NONE => widest = widest.max(d),
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(widest))
+    }
+
+    /// The fewest bytes from lexer state `lex` to a state where its lexeme may end (at least
+    /// one), `NONE` where none is found within [`MAX_BOUND_SEARCH_STATES`].
+    fn bytes_to_end_from(&mut self, lexer: &mut Lexer, lex: LexId) -> Result<u64, MatchError> {
+        let mut seen: FxHashMap<LexId, ()> = FxHashMap::default();
+        let mut level = vec![lex];
+        let mut depth = 0u64;
+        while !level.is_empty() {
+            depth += 1;
+            let mut next_level = Vec::new();
+            for &x in &level {
+                for class in 0..lexer.classes() {
+                    let y = lexer.next(x, class)?;
+                    if y == LEX_DEAD || seen.insert(y, ()).is_some() {
+                        continue;
+                    }
+                    if lexer.can_end(y) {
+                        return Ok(depth);
+                    }
+                    if seen.len() > MAX_BOUND_SEARCH_STATES {
+                        return Ok(NONE);
+                    }
+                    next_level.push(y);
+                }
+            }
+            level = next_level;
+        }
+        Ok(NONE)
     }
 
     /// A breadth-first search from `lex` (bytes read after it, at least one) for the state
@@ -689,8 +850,8 @@ fn tokenize(index: &TokenIndex, text: &[u8]) -> Option<Vec<u32>> {
 }
 
 /// Lexer states [`token_ends`] may list: beyond them (the key position of an object of
-/// hundreds of members, a long counted string) it gives up, and the budget walks the trie.
-const MAX_TOKEN_ENDS: usize = 256;
+/// thousands of members) it gives up, and the budget walks the trie.
+const MAX_TOKEN_ENDS: usize = 4096;
 
 /// The lexer states a token of at most `longest` bytes read from `lex` can end in while its
 /// lexeme goes on: reached without passing a state where the lexeme may end (one where it may

@@ -1,5 +1,6 @@
 //! [`Matcher`]: the state of one sequence under a compiled grammar.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use constrain_vocab::TokenKind;
@@ -244,6 +245,10 @@ impl Matcher {
             return Ok(None);
         }
         let room = (left - 1) as u64;
+        if self.grammar.budget_is_ample(self.state(), room) {
+            // Whatever comes, what completes the output then fits.
+            return Ok(Some(BudgetStep { tokens, plan: None }));
+        }
         // Following the completion that fits keeps it.
         let followed = match self.plan() {
             Some(p) if p.head() == Some(token) => Some(Plan {
@@ -260,14 +265,26 @@ impl Matcher {
                     next: 1,
                 }),
         };
-        if followed.is_some() || self.grammar.completion_tokens(next)? <= room {
-            Ok(Some(BudgetStep {
+        if followed.is_some() {
+            return Ok(Some(BudgetStep {
                 tokens,
                 plan: followed,
-            }))
-        } else {
-            Ok(None)
+            }));
         }
+        let bytes = step_bytes(self.grammar.vocabulary(), token).unwrap_or_default();
+        let Some(after) = self.grammar.completion_after(self.state(), &bytes, next)? else {
+            return Ok(None);
+        };
+        if after.tokens.len() as u64 > room {
+            return Ok(None);
+        }
+        // From a state of several scans, the completion that fits may be one scan's alone,
+        // longer in tokens than `next`'s own: the output follows it then.
+        let plan = (self.grammar.completion_tokens(next)? > room).then_some(Plan {
+            tokens: after.tokens,
+            next: 0,
+        });
+        Ok(Some(BudgetStep { tokens, plan }))
     }
 
     /// The compiled grammar.
@@ -315,6 +332,8 @@ impl Matcher {
                 let any = mask.iter().any(|&w| w != 0);
                 mask.fill(0);
                 any
+            } else if self.grammar.budget_is_ample(state, (left - 1) as u64) {
+                false
             } else {
                 let keep = self.plan_head()?;
                 self.grammar
@@ -350,7 +369,7 @@ impl Matcher {
             }
             Some(Step::To(next, budget)) => {
                 if let Some(check) = &mut self.check {
-                    check.accept(&token_text(self.grammar.vocabulary(), token));
+                    check.accept(&step_bytes(self.grammar.vocabulary(), token).unwrap_or_default());
                 }
                 self.history.push(next);
                 self.budget_steps.push(budget);
@@ -386,29 +405,22 @@ impl Matcher {
         }
         let state = self.state();
         if let Some(check) = &self.check {
-            let text = token_text(vocab, token);
+            let text = step_bytes(vocab, token).unwrap_or_default();
             if !text.is_empty() && !check.allows(&text) {
                 return Ok(None);
             }
         }
-        let step = match (vocab.kind(token), vocab.token_bytes(token)) {
-            (Some(TokenKind::EndOfSequence), _) => self
+        if vocab.kind(token) == Some(TokenKind::EndOfSequence) {
+            return Ok(self
                 .grammar
                 .with_automaton(|a| a.is_accepting(state))
-                .then_some(GrammarStep::Eos),
-            (Some(TokenKind::Special), _) => {
-                let next = self
-                    .grammar
-                    .with_automaton(|a| walk(a, state, &special_token_bytes(token)))?;
-                (next != DEAD).then_some(GrammarStep::To(next))
-            }
-            (Some(TokenKind::Text), Some(bytes)) if !bytes.is_empty() => {
-                let next = self.grammar.with_automaton(|a| walk(a, state, bytes))?;
-                (next != DEAD).then_some(GrammarStep::To(next))
-            }
-            _ => None,
+                .then_some(GrammarStep::Eos));
+        }
+        let Some(bytes) = step_bytes(vocab, token) else {
+            return Ok(None);
         };
-        Ok(step)
+        let next = self.grammar.with_automaton(|a| walk(a, state, &bytes))?;
+        Ok((next != DEAD).then_some(GrammarStep::To(next)))
     }
 
     /// Accepts raw bytes (any number of them, as one step for [`Matcher::rollback`]), or
@@ -593,13 +605,13 @@ impl std::fmt::Debug for Matcher {
 }
 
 /// The text `token` spells (a special token as its marker bytes); empty for end of sequence.
-fn token_text(vocab: &constrain_vocab::Vocabulary, token: u32) -> std::borrow::Cow<'_, [u8]> {
+/// The bytes the automaton reads for `token`: a text token's own, a special token's marker
+/// and id; `None` for end-of-sequence and ids without bytes.
+fn step_bytes(vocab: &constrain_vocab::Vocabulary, token: u32) -> Option<Cow<'_, [u8]>> {
     match (vocab.kind(token), vocab.token_bytes(token)) {
-        (Some(TokenKind::Special), _) => {
-            std::borrow::Cow::Owned(special_token_bytes(token).to_vec())
-        }
-        (Some(TokenKind::Text), Some(bytes)) => std::borrow::Cow::Borrowed(bytes),
-        _ => std::borrow::Cow::Borrowed(&[]),
+        (Some(TokenKind::Special), _) => Some(Cow::Owned(special_token_bytes(token).to_vec())),
+        (Some(TokenKind::Text), Some(bytes)) if !bytes.is_empty() => Some(Cow::Borrowed(bytes)),
+        _ => None,
     }
 }
 

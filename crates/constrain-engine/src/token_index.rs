@@ -103,6 +103,12 @@ pub struct TokenIndex {
     lexeme_masks: Mutex<SharedLexemeMasks>,
     /// Per byte value: the text tokens holding it (see [`Self::text_tokens_with_byte`]).
     tokens_with_byte: Box<[OnceLock<Box<[u32]>>]>,
+    /// Whether every byte alone is a token (see [`Self::spells_every_byte`]).
+    spells_every_byte: bool,
+    /// The root's child per byte (0: none): the root has up to 256 children, which
+    /// [`Self::child`] would otherwise scan one by one (tokenizing texts starts every token
+    /// there).
+    root_children: Box<[u32; 256]>,
 }
 
 /// A mask of tokens for some trie nodes.
@@ -278,6 +284,16 @@ impl TokenIndex {
             &|c| c < u8::MAX,
         );
         let string_runs = string_run_masks(&tokens, &token_chars, mask_words);
+        let mut root_children = Box::new([0u32; 256]);
+        let mut spelled = [false; 256];
+        let mut i = 1;
+        while i < nodes.len() {
+            let start = nodes[i].tokens_start as usize;
+            root_children[nodes[i].byte as usize] = i as u32;
+            spelled[nodes[i].byte as usize] |= tokens_start_at(&nodes, &tokens, i + 1) > start;
+            i = nodes[i].subtree_end as usize;
+        }
+        let spells_every_byte = spelled.iter().all(|&s| s);
         Arc::new(TokenIndex {
             vocab,
             nodes,
@@ -293,6 +309,8 @@ impl TokenIndex {
             past_short_or_broken,
             lexeme_masks: Mutex::default(),
             tokens_with_byte: (0..256).map(|_| OnceLock::new()).collect(),
+            spells_every_byte,
+            root_children,
         })
     }
 
@@ -350,6 +368,10 @@ impl TokenIndex {
 
     /// The child of `node` reached by `byte`.
     pub(crate) fn child(&self, node: usize, byte: u8) -> Option<usize> {
+        if node == 0 {
+            let child = self.root_children[byte as usize];
+            return (child != 0).then_some(child as usize);
+        }
         let end = self.nodes[node].subtree_end as usize;
         let mut i = node + 1;
         while i < end {
@@ -384,6 +406,12 @@ impl TokenIndex {
     /// radius (see `text_run`) allows all of it when [`Self::text_below`] holds.
     pub(crate) fn subtree_height(&self, node: usize) -> u8 {
         self.nodes[node].height
+    }
+
+    /// Whether every byte alone is a token: longest-match tokenization then spells any
+    /// text, in at most as many tokens as it has bytes.
+    pub(crate) fn spells_every_byte(&self) -> bool {
+        self.spells_every_byte
     }
 
     /// The most bytes of any token (special tokens as they are spelled in the trie), or

@@ -307,3 +307,33 @@ fn the_bound_leaves_every_budgeted_mask_as_the_walk_makes_it() {
         "the bound was known at {known} of {steps} steps"
     );
 }
+
+#[test]
+fn a_state_of_several_scans_is_bounded_through_each_scan_alone() {
+    // After `12`, the first number may go on or end, and a second one, closed by a long
+    // tail, may begin: states of two scans, whose tokens fit where they fit from either.
+    let grammar = {
+        let mut b = GrammarBuilder::new();
+        let root = b.rule_id("root");
+        let number = || Expr::regex("[0-9]+").expect("valid regex");
+        b.define(
+            root,
+            Expr::seq(vec![
+                number(),
+                Expr::alt(vec![
+                    Expr::literal(";"),
+                    Expr::seq(vec![number(), Expr::literal("x, and then a long tail;")]),
+                ]),
+            ]),
+        )
+        .expect("defined once");
+        b.build(root).expect("valid grammar")
+    };
+    for vocab in [byte_vocab(), word_vocab()] {
+        let (known, steps) = bound_agrees_with_the_walk("two numbers", &grammar, &vocab, 7);
+        assert_eq!(
+            known, steps,
+            "the bound was known at {known} of {steps} steps"
+        );
+    }
+}
