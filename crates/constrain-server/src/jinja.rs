@@ -98,6 +98,11 @@ impl JinjaTemplate {
         &self.text
     }
 
+    /// The tokenizer's BOS and EOS texts the template is rendered with.
+    pub fn bos_eos(&self) -> (&str, &str) {
+        (&self.bos, &self.eos)
+    }
+
     /// Whether the template lists the tools itself (else the server's system text does).
     pub fn shows_tools(&self) -> bool {
         self.text.contains("tools")

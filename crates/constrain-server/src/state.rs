@@ -59,7 +59,8 @@ pub struct ServerOptions {
     pub chat_template_file: Option<PathBuf>,
     /// Render prompts with the model's own Jinja template (from its GGUF).
     pub jinja: bool,
-    /// The GGUF's own Jinja template with its BOS and EOS texts (set at start with `jinja`).
+    /// The Jinja template in use with its BOS and EOS texts (set at start from `jinja` or
+    /// `chat_template_file`).
     #[doc(hidden)]
     pub jinja_text: Option<(String, String, String)>,
     /// How the model writes tool calls (`None`: the family its own template writes, else
@@ -221,13 +222,16 @@ impl AppState {
             let (bos, eos) = model.bos_eos_text();
             options.jinja_text = Some((text, bos, eos));
         }
-        let own = match (&options.chat_template_file, &options.jinja_text) {
-            (Some(path), _) => crate::jinja::JinjaTemplate::from_file(path)
-                .map_err(StartError::Template)?
-                .text()
-                .to_string(),
-            (None, Some((text, _, _))) => text.clone(),
-            (None, None) => model.chat_template_text().unwrap_or_default(),
+        if let Some(path) = options.chat_template_file.take() {
+            // Read once: the template's text decides the formats below and renders prompts.
+            let file =
+                crate::jinja::JinjaTemplate::from_file(&path).map_err(StartError::Template)?;
+            let (bos, eos) = file.bos_eos();
+            options.jinja_text = Some((file.text().to_string(), bos.to_string(), eos.to_string()));
+        }
+        let own = match &options.jinja_text {
+            Some((text, _, _)) => text.clone(),
+            None => model.chat_template_text().unwrap_or_default(),
         };
         options.tool_format = Some(
             options

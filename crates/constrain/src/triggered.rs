@@ -208,18 +208,18 @@ impl TriggeredMatcher {
 
     /// While [`closing`](Self::closing): the tokens that write more of the trigger (after the
     /// longest part of it the output ends with) or finish it.
-    fn closing_candidates(&self) -> Vec<u32> {
+    fn closing_candidates(&self) -> impl Iterator<Item = u32> + '_ {
         let t = &self.trigger;
         let k = (1..t.bytes.len())
             .rev()
             .find(|&k| self.tail.ends_with(&t.bytes[..k]))
             .unwrap_or(0);
-        let mut out = t.completing[0].clone();
-        if k > 0 {
-            out.extend_from_slice(&t.completing[k]);
-        }
-        out.extend_from_slice(&t.leading[k]);
-        out
+        let completing: &[u32] = if k > 0 { &t.completing[k] } else { &[] };
+        t.completing[0]
+            .iter()
+            .chain(completing)
+            .chain(&t.leading[k])
+            .copied()
     }
 
     /// Bounds the whole output to `max_tokens` (`None`: no bound), so that what the grammar
@@ -300,7 +300,8 @@ impl TriggeredMatcher {
         }
         if self.closing() {
             mask.fill(0);
-            for token in self.closing_candidates() {
+            let candidates: Vec<u32> = self.closing_candidates().collect();
+            for token in candidates {
                 if self.untriggered_allows(token)? {
                     mask[(token >> 5) as usize] |= 1 << (token & 31);
                 }
@@ -333,7 +334,7 @@ impl TriggeredMatcher {
         if vocab.token_bytes(token).is_none() {
             return Ok(false);
         }
-        if self.closing() && !self.closing_candidates().contains(&token) {
+        if self.closing() && !self.closing_candidates().any(|c| c == token) {
             return Ok(false);
         }
         self.untriggered_allows(token)
@@ -354,7 +355,7 @@ impl TriggeredMatcher {
                 vocab_size: vocab.logits_width(),
             });
         };
-        if self.closing() && !self.closing_candidates().contains(&token) {
+        if self.closing() && !self.closing_candidates().any(|c| c == token) {
             return Err(MatchError::TokenNotAllowed { token });
         }
         if vocab.kind(token) == Some(TokenKind::EndOfSequence) {
