@@ -92,6 +92,8 @@ pub(crate) struct Completions {
     after_text: FxHashMap<(RowId, u32), Arc<[u8]>>,
     /// Per state: its completion, `None` where there is none.
     states: FxHashMap<StateId, Option<Completion>>,
+    /// The completions above by their bytes.
+    by_text: FxHashMap<Arc<[u8]>, Completion>,
     /// Per lexer state: at most how many bytes end its lexeme (see
     /// [`Completions::bytes_to_end_bound`]).
     to_end: FxHashMap<LexId, u64>,
@@ -119,19 +121,28 @@ impl Completions {
         if self.bytes > MAX_KEPT_BYTES {
             self.states.clear();
             self.after_text.clear();
+            self.by_text.clear();
             self.bytes = 0;
         }
-        let bytes = self.bytes_of_state(a, index, state)?;
-        let completion = match bytes {
-            Some(bytes) => tokenize(index, &bytes).map(|tokens| Completion {
-                bytes: bytes.into(),
-                tokens: tokens.into(),
-            }),
+        let completion = match self.bytes_of_state(a, index, state)? {
+            // Many states complete alike (the prefixes of a key, the positions of a string):
+            // their completion is tokenized once.
+            Some(bytes) => match self.by_text.get(&bytes[..]) {
+                Some(known) => Some(known.clone()),
+                None => {
+                    let completion = tokenize(index, &bytes).map(|tokens| Completion {
+                        bytes: bytes.into(),
+                        tokens: tokens.into(),
+                    });
+                    if let Some(c) = &completion {
+                        self.bytes += 2 * c.bytes.len() + 4 * c.tokens.len();
+                        self.by_text.insert(c.bytes.clone(), c.clone());
+                    }
+                    completion
+                }
+            },
             None => None,
         };
-        if let Some(c) = &completion {
-            self.bytes += c.bytes.len() + 4 * c.tokens.len();
-        }
         self.states.insert(state, completion.clone());
         Ok(completion)
     }

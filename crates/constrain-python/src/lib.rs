@@ -18,6 +18,11 @@ mod vocabulary;
 
 use pyo3::prelude::*;
 
+/// jemalloc, for the many small allocations of schema compilation (see this crate's manifest).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// The module `constrain._native`; `constrain/__init__.py` re-exports it.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
