@@ -52,6 +52,15 @@ pub struct CallReader {
     complete: usize,
 }
 
+/// What [`CallReader::take_name`] found.
+enum NameRead {
+    /// More text is needed.
+    Wait,
+    /// What follows the opening is no call's name.
+    NotACall,
+    Name(String),
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
     /// Before the calls: content.
@@ -151,32 +160,18 @@ impl CallReader {
                     }
                     return self.not_a_call(out);
                 }
-                if self.buffer.len() < head.len() {
-                    return false;
-                }
-                let Some(end) = self.buffer[head.len()..].find(f.after_name) else {
-                    // A name is short: a long run without the text after it is not a call.
-                    return self.buffer.len() - head.len() > 1024 && self.not_a_call(out);
+                let (after_name, name_in_json) = (f.after_name, f.name_in_json);
+                let spelled = match self.take_name(head.len(), after_name) {
+                    NameRead::Wait => return false,
+                    NameRead::NotACall => return self.not_a_call(out),
+                    NameRead::Name(spelled) => spelled,
                 };
-                let spelled = &self.buffer[head.len()..head.len() + end];
-                let name = if f.name_in_json {
-                    serde_json::from_str::<String>(&format!("\"{spelled}\""))
-                        .unwrap_or_else(|_| spelled.to_string())
+                let name = if name_in_json {
+                    serde_json::from_str::<String>(&format!("\"{spelled}\"")).unwrap_or(spelled)
                 } else {
-                    spelled.to_string()
+                    spelled
                 };
-                self.buffer.drain(..head.len() + end + f.after_name.len());
-                out.push(CallPiece::CallStart {
-                    index: self.calls.len(),
-                    name: name.clone(),
-                    text_input: false,
-                });
-                self.calls.push(ParsedCall {
-                    name,
-                    arguments: String::new(),
-                    text_input: false,
-                });
-                self.state = State::Arguments(JsonEnd::default());
+                self.start_call(name, false, out);
                 true
             }
             State::TextInput => {
@@ -263,26 +258,52 @@ impl CallReader {
         let Some(t) = self.format.text_call.clone() else {
             return self.not_a_call(out);
         };
-        if self.buffer.len() < head.len() {
-            return false;
+        match self.take_name(head.len(), t.after_name) {
+            NameRead::Wait => false,
+            NameRead::NotACall => self.not_a_call(out),
+            NameRead::Name(name) => {
+                self.start_call(name, true, out);
+                true
+            }
         }
-        let Some(end) = self.buffer[head.len()..].find(t.after_name) else {
-            return self.buffer.len() - head.len() > 1024 && self.not_a_call(out);
+    }
+
+    /// The name spelled after the call's opening (`head` bytes at the buffer's start) up to
+    /// `after_name`, taken from the buffer with both.
+    fn take_name(&mut self, head: usize, after_name: &str) -> NameRead {
+        if self.buffer.len() < head {
+            return NameRead::Wait;
+        }
+        let Some(end) = self.buffer[head..].find(after_name) else {
+            // A name is short: a long run without the text after it is not a call.
+            return if self.buffer.len() - head > 1024 {
+                NameRead::NotACall
+            } else {
+                NameRead::Wait
+            };
         };
-        let name = self.buffer[head.len()..head.len() + end].to_string();
-        self.buffer.drain(..head.len() + end + t.after_name.len());
+        let name = self.buffer[head..head + end].to_string();
+        self.buffer.drain(..head + end + after_name.len());
+        NameRead::Name(name)
+    }
+
+    /// Opens call `name`, whose input is text or JSON arguments.
+    fn start_call(&mut self, name: String, text_input: bool, out: &mut Vec<CallPiece>) {
         out.push(CallPiece::CallStart {
             index: self.calls.len(),
             name: name.clone(),
-            text_input: true,
+            text_input,
         });
         self.calls.push(ParsedCall {
             name,
             arguments: String::new(),
-            text_input: true,
+            text_input,
         });
-        self.state = State::TextInput;
-        true
+        self.state = if text_input {
+            State::TextInput
+        } else {
+            State::Arguments(JsonEnd::default())
+        };
     }
 
     /// The trigger appeared, but what follows is no call: before any call, the trigger's text
