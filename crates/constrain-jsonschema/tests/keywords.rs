@@ -279,6 +279,60 @@ fn patterns_ending_unbounded_are_one_lexeme_with_their_quotes() {
     }
 }
 
+/// Declared members in schema order are a chain of rules in which a member that may be
+/// absent and the same member present go on with one rule, named once: `(, m)? R`, not
+/// `R | , m R`. Inlined, a rule named twice is copied twice, so twelve optional members
+/// would make 4,096 copies of the last one.
+#[test]
+fn optional_members_in_schema_order_name_what_follows_once() {
+    fn rules_named(expr: &Expr, out: &mut Vec<constrain_engine::RuleId>) {
+        match expr {
+            Expr::Rule(r) => out.push(*r),
+            _ => parts_of(expr).into_iter().for_each(|p| rules_named(p, out)),
+        }
+    }
+    let properties: serde_json::Map<String, Value> = (0..12)
+        .map(|i| (format!("p{i}"), json!({"type": "string", "maxLength": 8})))
+        .collect();
+    let schema = json!({
+        "type": "object", "properties": properties, "required": ["p5"],
+        "additionalProperties": false
+    });
+    let compiled = constrain_jsonschema::compile(&schema, &spec())
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+    let chain: Vec<_> = compiled
+        .grammar
+        .rules()
+        .filter(|(_, name, _)| name.starts_with("members-"))
+        .collect();
+    assert!(chain.len() >= 12);
+    for (_, name, body) in chain {
+        let mut named = Vec::new();
+        rules_named(body, &mut named);
+        let before = named.len();
+        named.sort();
+        named.dedup();
+        assert_eq!(named.len(), before, "{name} names a rule twice: {body:?}");
+    }
+    let doc = |keys: &[usize]| {
+        let members: Vec<String> = keys.iter().map(|i| format!("\"p{i}\":\"x\"")).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    let checked = Checked::new(&byte_index(), &schema, &spec())
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+    for keys in [
+        &[5][..],
+        &[0, 5],
+        &[5, 11],
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+    ] {
+        assert!(checked.accepts_text(&doc(keys)), "{}", doc(keys));
+    }
+    for keys in [&[][..], &[0], &[5, 0], &[0, 5, 5]] {
+        assert!(!checked.accepts_text(&doc(keys)), "{}", doc(keys));
+    }
+}
+
 /// The expressions `expr` is made of, one level down (none for a leaf or a rule).
 fn parts_of(expr: &Expr) -> Vec<&Expr> {
     match expr {

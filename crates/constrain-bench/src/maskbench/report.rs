@@ -55,6 +55,10 @@ pub struct SchemaRecord {
     pub status: String,
     /// Time to compile the schema for the tokenizer and compute the first mask.
     pub ttfm_us: f64,
+    /// Where that time went: the schema to a grammar, the grammar compiled for the
+    /// vocabulary, the first mask (absent from older result files and after an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfm_phases_us: Option<TtfmPhases>,
     /// Masks computed over all instances (one per token fed).
     pub tokens: u64,
     /// Sum of the per-token times.
@@ -73,6 +77,17 @@ pub struct SchemaRecord {
     /// (absent from older result files: 0).
     #[serde(default)]
     pub n_eos_rejected: usize,
+}
+
+/// The parts of a time to first mask, in microseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct TtfmPhases {
+    /// JSON Schema to grammar (`constrain_jsonschema::compile_with_limits`).
+    pub schema: f64,
+    /// Grammar to `CompiledGrammar` for the tokenizer.
+    pub grammar: f64,
+    /// The first mask.
+    pub first_mask: f64,
 }
 
 /// Nearest-rank percentiles of a set of durations, in microseconds.
@@ -245,6 +260,7 @@ mod tests {
             id: "a.json".into(),
             status: Status::Pass.to_string(),
             ttfm_us: 1.5,
+            ttfm_phases_us: None,
             tokens: 3,
             mask_us_total: 2.0,
             max_mask_us: 1.0,

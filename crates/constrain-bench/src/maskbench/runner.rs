@@ -8,7 +8,7 @@ use constrain_engine::{Budget, CompiledGrammar, GrammarError, Limits, Matcher, T
 use constrain_vocab::Tokenizer;
 
 use super::dataset::SchemaFile;
-use super::report::{SchemaRecord, Status};
+use super::report::{SchemaRecord, Status, TtfmPhases};
 
 /// Everything shared by the schemas of one run.
 pub struct Bench {
@@ -87,7 +87,7 @@ impl Bench {
         &self,
         schema: &serde_json::Value,
         source: &mut Option<constrain_jsonschema::Compiled>,
-    ) -> Result<(Matcher, Vec<u32>), String> {
+    ) -> Result<(Matcher, Vec<u32>, TtfmPhases), String> {
         let start = Instant::now();
         let compiled = source.insert(
             constrain_jsonschema::compile_with_limits(
@@ -100,6 +100,7 @@ impl Bench {
             )
             .map_err(|e| e.to_string())?,
         );
+        let schema_done = Instant::now();
         let limits = Limits {
             max_compile_time: Some(self.compile_budget.saturating_sub(start.elapsed())),
             ..self.limits.clone()
@@ -117,12 +118,19 @@ impl Bench {
             },
         )?;
         grammar.set_budget_walk_only(self.budget_walk_only);
+        let grammar_done = Instant::now();
         let mut mask = vec![0u32; grammar.mask_words()];
         let mut matcher = Matcher::new(grammar);
         matcher
             .fill_mask(&mut mask)
             .map_err(|e| format!("first mask: {e}"))?;
-        Ok((matcher, mask))
+        let us = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e6;
+        let phases = TtfmPhases {
+            schema: us(start, schema_done),
+            grammar: us(schema_done, grammar_done),
+            first_mask: us(grammar_done, Instant::now()),
+        };
+        Ok((matcher, mask, phases))
     }
 
     /// Runs one schema file; never panics (a panic becomes a `crash` record).
@@ -148,7 +156,10 @@ impl Bench {
         constrain_engine::wait_for_background_frees();
         record.ttfm_us = ttfm_ns as f64 / 1000.0;
         let (initial, mut mask) = match compiled {
-            Ok(compiled) => compiled,
+            Ok((matcher, mask, phases)) => {
+                record.ttfm_phases_us = Some(phases);
+                (matcher, mask)
+            }
             Err(message) => {
                 record.status = Status::CompileError.to_string();
                 record.error = Some(message);
@@ -319,6 +330,7 @@ impl SchemaRecord {
             id: id.to_string(),
             status: status.to_string(),
             ttfm_us: 0.0,
+            ttfm_phases_us: None,
             tokens: 0,
             mask_us_total: 0.0,
             max_mask_us: 0.0,

@@ -59,6 +59,13 @@ pub(crate) struct Family {
 /// Size (as [`hir_size`]) up to which adjacent regular pieces are merged into one terminal.
 const MAX_MERGED_SIZE: usize = 20_000;
 
+/// Size (as [`hir_size`]) up to which a non-recursive rule is inlined as one regular
+/// expression. A larger rule stays a nonterminal whose parts are lexemes of their own: an
+/// object's chain of members inlined whole is one lexeme whose automaton, lexer states and
+/// first masks are all built for this grammar alone, while its members' lexemes are small and
+/// built only where a sequence reaches them.
+const MAX_INLINED_RULE_SIZE: usize = 8_000;
+
 /// Hir nesting beyond which a regular expression is kept as a nonterminal instead of inlined.
 const MAX_INLINE_DEPTH: usize = 100;
 /// Expression nesting accepted at all (front-ends produce far less).
@@ -142,7 +149,8 @@ impl Lowerer<'_> {
             self.deadline.check()?;
             if !recursive[rule] {
                 self.regular[rule] = self.regular_size(&bodies[rule]).filter(|&(size, depth)| {
-                    size <= self.limits.max_inline_size && depth <= MAX_INLINE_DEPTH
+                    size <= MAX_INLINED_RULE_SIZE.min(self.limits.max_inline_size)
+                        && depth <= MAX_INLINE_DEPTH
                 });
                 self.unbounded[rule] = self.is_unbounded(&bodies[rule]);
             }

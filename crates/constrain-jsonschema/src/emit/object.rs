@@ -597,6 +597,23 @@ impl Emitter<'_, '_> {
         Ok(())
     }
 
+    /// `here₁ then₁ | here₂ then₂ | ...`, written `(here₁ | here₂ | ...) then` where every
+    /// way goes on with the same rule: inlined, the chain of an object's optional members
+    /// then grows with their number, where `x R | R` would copy `R` at every member.
+    fn factored(ways: Vec<(Expr, RuleId)>) -> Expr {
+        match ways.first() {
+            Some(&(_, then)) if ways.iter().all(|&(_, t)| t == then) => {
+                let here = Expr::alt(ways.into_iter().map(|(here, _)| here).collect());
+                Expr::seq(vec![here, Expr::rule(then)])
+            }
+            _ => Expr::alt(
+                ways.into_iter()
+                    .map(|(here, then)| Expr::seq(vec![here, Expr::rule(then)]))
+                    .collect(),
+            ),
+        }
+    }
+
     /// The ways `member` may come next: (witness bits gained, expression).
     fn variants(member: &Member) -> Vec<(u32, Expr)> {
         let mut v: Vec<(u32, Expr)> = member.expr.iter().map(|e| (0, e.clone())).collect();
@@ -650,27 +667,27 @@ impl Emitter<'_, '_> {
                 for sat in 0..sats {
                     let pre = if k > 0 { sep.clone() } else { Expr::empty() };
                     let can_grow = max.is_none_or(|m| (k as u64) < m);
-                    let mut alts = Vec::new();
-                    if i < p {
+                    let body = if i < p {
                         let member = &parts.members[i];
+                        // (what comes here, the rule of what follows)
+                        let mut ways = Vec::new();
                         if !member.required {
-                            alts.push(Expr::rule(ids[i + 1][k][sat]));
+                            ways.push((Expr::empty(), ids[i + 1][k][sat]));
                         }
                         if can_grow {
                             for (bits, e) in Self::variants(member) {
-                                alts.push(Expr::seq(vec![
-                                    pre.clone(),
-                                    e,
-                                    Expr::rule(ids[i + 1][next(k)][sat | bits as usize]),
-                                ]));
+                                let then = ids[i + 1][next(k)][sat | bits as usize];
+                                ways.push((Expr::seq(vec![pre.clone(), e]), then));
                             }
                         }
+                        Self::factored(ways)
                     } else if !one_at_a_time {
-                        alts.push(self.plain_extras(parts, k as u64, &sep));
+                        self.plain_extras(parts, k as u64, &sep)
                     } else {
                         // Undeclared members one at a time, until counts and witnesses are met
                         // (a minProperties of 2 or more that undeclared members would have to
                         // reach is refused by `object`, they could repeat a key).
+                        let mut alts = Vec::new();
                         if k > 0 && (k as u64) >= min && sat == parts.full as usize {
                             alts.push(Expr::empty());
                         }
@@ -683,8 +700,9 @@ impl Emitter<'_, '_> {
                                 ]));
                             }
                         }
-                    }
-                    self.define(ids[i][k][sat], Expr::alt(alts));
+                        Expr::alt(alts)
+                    };
+                    self.define(ids[i][k][sat], body);
                 }
             }
         }
