@@ -333,6 +333,40 @@ fn optional_members_in_schema_order_name_what_follows_once() {
     }
 }
 
+/// Members with equal sets of numbers name one rule: the 64-bit range every canonical
+/// integer spells is written once, and the engine's lowering shares its lexeme.
+#[test]
+fn equal_number_sets_are_one_rule() {
+    let properties: serde_json::Map<String, Value> = (0..10)
+        .map(|i| (format!("n{i}"), json!({"type": "integer"})))
+        .chain([("m".to_string(), json!({"type": "integer", "minimum": 1}))])
+        .collect();
+    let schema = json!({"type": "object", "properties": properties});
+    let options = Options {
+        numbers: Numbers::Canonical,
+        ..Options::default()
+    };
+    let compiled = constrain_jsonschema::compile(&schema, &options)
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+    let numbers = compiled
+        .grammar
+        .rules()
+        .filter(|(_, name, _)| name.starts_with("number"))
+        .count();
+    assert_eq!(numbers, 2, "one rule per distinct set of numbers");
+    check_with(
+        &options,
+        schema,
+        &[json!({"n0": 9223372036854775807_i64, "n9": -3, "m": 1})],
+        &[
+            json!({"n0": 1.5}),
+            json!({"m": 0}),
+            json!({"n3": "1"}),
+            json!({"n1": 9223372036854775808_u64}),
+        ],
+    );
+}
+
 /// The expressions `expr` is made of, one level down (none for a leaf or a rule).
 fn parts_of(expr: &Expr) -> Vec<&Expr> {
     match expr {

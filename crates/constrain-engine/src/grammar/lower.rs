@@ -66,6 +66,12 @@ const MAX_MERGED_SIZE: usize = 20_000;
 /// built only where a sequence reaches them.
 const MAX_INLINED_RULE_SIZE: usize = 8_000;
 
+/// Size (as [`hir_size`]) up to which a regular rule is copied into every place that names
+/// it, merged there with its neighbours. A larger one is a lexeme of its own, one terminal
+/// shared by every use (as an unbounded one is): the 64-bit integer range that every
+/// `"type": "integer"` member spells is built once, not once per member.
+const MAX_COPIED_RULE_SIZE: usize = 1_000;
+
 /// Hir nesting beyond which a regular expression is kept as a nonterminal instead of inlined.
 const MAX_INLINE_DEPTH: usize = 100;
 /// Expression nesting accepted at all (front-ends produce far less).
@@ -101,6 +107,7 @@ pub(crate) fn lower(
         bodies: &bodies,
         regular: vec![None; bodies.len()],
         unbounded: vec![false; bodies.len()],
+        large: vec![false; bodies.len()],
         rule_pieces: vec![None; bodies.len()],
         rule_nt: vec![None; bodies.len()],
         cfg: Cfg {
@@ -152,7 +159,10 @@ impl Lowerer<'_> {
                     size <= MAX_INLINED_RULE_SIZE.min(self.limits.max_inline_size)
                         && depth <= MAX_INLINE_DEPTH
                 });
-                self.unbounded[rule] = self.is_unbounded(&bodies[rule]);
+                self.large[rule] = self.regular[rule]
+                    .is_some_and(|(size, _)| size > MAX_COPIED_RULE_SIZE)
+                    || self.refers_to_large(&bodies[rule]);
+                self.unbounded[rule] = self.is_unbounded(&bodies[rule]) || self.large[rule];
             }
         }
         let start_nt = self.nt_of(self.grammar.start());
@@ -174,9 +184,12 @@ struct Lowerer<'a> {
     /// regular and small enough to inline. Expressions are only built where a terminal needs
     /// them: a rule used in many places is then never kept (or copied) whole.
     regular: Vec<Option<(usize, usize)>>,
-    /// Per regular rule: whether its language is unbounded (then it is a lexeme of its own
-    /// wherever it is used: see [`SeqBuilder::push_regular`]).
+    /// Per regular rule: whether its language is unbounded, or it is large (then it is a
+    /// lexeme of its own wherever it is used: see [`SeqBuilder::push_regular`]).
     unbounded: Vec<bool>,
+    /// Per regular rule: whether it is larger than [`MAX_COPIED_RULE_SIZE`] or refers to
+    /// such a rule.
+    large: Vec<bool>,
     /// Per unbounded regular rule: its one terminal, once built.
     rule_pieces: Vec<Option<Piece>>,
     rule_nt: Vec<Option<u32>>,
@@ -294,7 +307,9 @@ impl Lowerer<'_> {
     /// Adds `lhs -> alt` for every top-level alternative of `body`.
     fn add_alternatives(&mut self, lhs: u32, body: &Expr) -> Result<(), GrammarError> {
         match body {
-            Expr::Alt(alts) if self.regular_within_budget(body).is_none() => {
+            Expr::Alt(alts)
+                if self.regular_within_budget(body).is_none() || self.refers_to_large(body) =>
+            {
                 let (words, others) = split_literals(alts);
                 if let Some(trie) = words {
                     self.add_hir_alternatives(lhs, &trie)?;
@@ -333,6 +348,13 @@ impl Lowerer<'_> {
                 for p in parts {
                     self.lower_into(p, seq)?;
                 }
+                return Ok(());
+            }
+            // Inlined, each alternative would copy the large rule into its own lexeme.
+            Expr::Alt(_) if self.refers_to_large(expr) => {
+                let nt = self.new_nt("<alt>");
+                self.add_alternatives(nt, expr)?;
+                seq.push_sym(Sym::N(nt), self);
                 return Ok(());
             }
             Expr::Rule(r) if self.regular[r.index()].is_some() && self.unbounded[r.index()] => {
@@ -537,7 +559,19 @@ impl Lowerer<'_> {
         }
     }
 
-    /// The terminal of a regular rule with an unbounded language, built on first use.
+    /// Whether `expr` names a large regular rule (one level of rules deep: a rule that
+    /// refers to one is large itself).
+    fn refers_to_large(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Rule(r) => self.large[r.index()],
+            Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().any(|p| self.refers_to_large(p)),
+            Expr::Repeat { expr, .. } => self.refers_to_large(expr),
+            _ => false,
+        }
+    }
+
+    /// The terminal of a regular rule with an unbounded language or a large one, built on
+    /// first use.
     fn rule_piece(&mut self, rule: RuleId) -> Piece {
         if let Some(piece) = self.rule_pieces[rule.index()] {
             return piece;
@@ -1090,5 +1124,62 @@ mod tests {
         assert_eq!(graphs, 2, "one terminal for both `a+` graphs, one for `b`");
         // The branch through the empty graph is dropped: x, y, z and the start remain.
         assert_eq!(cfg.productions.len(), 4, "{:?}", cfg.productions);
+    }
+
+    /// A large bounded rule named in several places, bare and inside alternatives, is one
+    /// terminal; a small one is copied into its neighbours' lexemes.
+    #[test]
+    fn a_large_rule_is_one_terminal_shared_by_its_uses() {
+        use crate::grammar::GrammarBuilder;
+        let lower_with = |large: Hir| {
+            let mut b = GrammarBuilder::new();
+            let root = b.rule_id("root");
+            let shared = b.rule_id("shared");
+            b.define(shared, Expr::from_hir(large)).expect("defines");
+            let body = Expr::seq(vec![
+                Expr::literal("a"),
+                Expr::rule(shared),
+                Expr::alt(vec![
+                    Expr::empty(),
+                    Expr::seq(vec![Expr::literal(",b"), Expr::rule(shared)]),
+                ]),
+                Expr::alt(vec![
+                    Expr::literal(",c"),
+                    Expr::seq(vec![Expr::literal(",d"), Expr::rule(shared)]),
+                ]),
+            ]);
+            b.define(root, body).expect("defines");
+            let grammar = b.build(root).expect("builds");
+            lower(&grammar, &Limits::default(), &Deadline::after(None)).expect("lowers")
+        };
+        // Eight-digit numbers without a leading zero: a few hundred in `hir_size`, doubled.
+        let large = parse("([1-9][0-9]{7}|[1-9][0-9]{7}(x[1-9][0-9]{7}){3})(y[0-9]{20}){0,20}");
+        assert!(hir_size(&large, usize::MAX) > MAX_COPIED_RULE_SIZE);
+        let cfg = lower_with(large.clone());
+        for t in &cfg.terminals {
+            match t {
+                Terminal::Regex(h) if *h == large => {}
+                Terminal::Regex(h) => assert!(
+                    h.properties().maximum_len() <= Some(2),
+                    "only the literals are lexemes besides the rule: {h:?}"
+                ),
+                Terminal::Graph(g) => panic!("no graph here: {g:?}"),
+            }
+        }
+        let alone = cfg
+            .terminals
+            .iter()
+            .filter(|t| matches!(t, Terminal::Regex(h) if *h == large))
+            .count();
+        assert_eq!(alone, 1, "{:?}", cfg.terminals);
+        let small = parse("[1-9][0-9]{2}");
+        let cfg = lower_with(small.clone());
+        assert!(
+            !cfg.terminals
+                .iter()
+                .any(|t| matches!(t, Terminal::Regex(h) if *h == small)),
+            "a small rule is merged with its neighbours: {:?}",
+            cfg.terminals
+        );
     }
 }

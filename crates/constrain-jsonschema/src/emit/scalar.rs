@@ -98,6 +98,25 @@ fn within_i64(n: &NumberSet) -> Option<NumberSet> {
 
 impl Emitter<'_, '_> {
     pub(crate) fn number(&mut self, n: &NumberSet) -> Result<Expr, SchemaError> {
+        if let Some(expr) = self.numbers.get(n) {
+            return Ok(expr.clone());
+        }
+        let warnings = self.ctx.warnings.len();
+        // One rule, named wherever the set recurs: the grammar's lowering then decides
+        // whether its uses share one lexeme.
+        let expr = match self.number_uncached(n)? {
+            Expr::Alt(none) if none.is_empty() => Expr::nothing(),
+            body => Expr::rule(self.fresh_rule("number", body)?),
+        };
+        // A set whose spelling dropped a keyword is spelled again where it recurs, so that
+        // each place has its warning.
+        if self.ctx.warnings.len() == warnings {
+            self.numbers.insert(n.clone(), expr.clone());
+        }
+        Ok(expr)
+    }
+
+    fn number_uncached(&mut self, n: &NumberSet) -> Result<Expr, SchemaError> {
         let spelling = self.ctx.options.numbers;
         if spelling == Numbers::Canonical && n.integer {
             // Within 64 bits where that leaves some multiple of every `multipleOf`; past
