@@ -108,8 +108,6 @@ pub(crate) struct ExtraKey {
 /// Undeclared keys that share one value schema.
 struct Region {
     keys: Keys,
-    /// The automaton `keys` was spelled from, when it was.
-    automaton: Option<dfa::Dfa>,
     value: Node,
 }
 
@@ -117,7 +115,6 @@ impl Region {
     fn of(keys: Re, value: Node) -> Region {
         Region {
             keys: Keys::Expression(keys),
-            automaton: None,
             value,
         }
     }
@@ -126,7 +123,6 @@ impl Region {
     fn all_but(words: Vec<String>, value: Node) -> Region {
         Region {
             keys: Keys::AllBut(words),
-            automaton: None,
             value,
         }
     }
@@ -138,22 +134,28 @@ enum Keys {
     /// built straight from their trie, with no expression unless a witness needs one.
     AllBut(Vec<String>),
     Expression(Re),
-    /// An expression past the budget: only the automaton has the keys.
-    PastBudget,
+    /// The keys of a minimal automaton (cut from patterns and declared keys), whose
+    /// expression is rebuilt only where one is needed: the key itself is often its graph.
+    Automaton(dfa::Dfa),
 }
 
 impl Keys {
-    /// The keys as an expression (built, for [`Keys::AllBut`]); `None` past the budget.
+    /// The keys as an expression (built, for [`Keys::AllBut`] and [`Keys::Automaton`]);
+    /// `None` past the budget.
     fn expression(&self) -> Option<std::borrow::Cow<'_, Re>> {
         match self {
             Keys::AllBut(words) => Some(std::borrow::Cow::Owned(Re::not_in(words))),
             Keys::Expression(re) => Some(std::borrow::Cow::Borrowed(re)),
-            Keys::PastBudget => None,
+            Keys::Automaton(a) => a.to_re().ok().map(std::borrow::Cow::Owned),
         }
     }
 
     fn is_nothing(&self) -> bool {
-        matches!(self, Keys::Expression(re) if re.is_nothing())
+        match self {
+            Keys::Expression(re) => re.is_nothing(),
+            Keys::Automaton(a) => a.is_empty(),
+            Keys::AllBut(_) => false,
+        }
     }
 }
 
@@ -300,16 +302,11 @@ impl Emitter<'_, '_> {
         let mut alts = Vec::new();
         let mut witnesses: Vec<(u32, Vec<Expr>)> =
             (1u32..(1 << some.len())).map(|m| (m, Vec::new())).collect();
-        for Region {
-            keys,
-            automaton,
-            value,
-        } in regions
-        {
+        for Region { keys, value } in regions {
             if keys.is_nothing() || value == Node::Nothing {
                 continue;
             }
-            let key = self.key_of(&keys, automaton.as_ref())?;
+            let key = self.key_of(&keys)?;
             let v = self.emit(&value, child)?;
             alts.push(Expr::seq(vec![key, self.layout.key_sep(), v]));
             let expression = if witnesses.is_empty() {
@@ -527,11 +524,8 @@ impl Emitter<'_, '_> {
             }
             .map(|d| d.minimize());
             match automaton {
-                // The expression rebuilt from a small automaton can be past the budget (a
-                // `^[0-9a-z_-]{1,255}$` key): the key is then the automaton's graph.
                 Ok(automaton) => out.push(Region {
-                    keys: automaton.to_re().map_or(Keys::PastBudget, Keys::Expression),
-                    automaton: Some(automaton),
+                    keys: Keys::Automaton(automaton),
                     value,
                 }),
                 Err(e) => self.unsupported(
@@ -544,33 +538,34 @@ impl Emitter<'_, '_> {
     }
 
     /// The JSON text of a key in `keys`: every key but some as a graph of their trie, the
-    /// expression, or a graph of `automaton` (the same language) when that is smaller or the
-    /// expression is past its budget. Regions cut by patterns and declared keys have small
-    /// automata whose expressions repeat the large spelling of "any other character" (raw
-    /// multi-byte characters, escapes) once per path: 12,000 NFA states, 2 ms to build at the
-    /// first key of each object, where the graph spells it once per state.
-    fn key_of(&self, keys: &Keys, automaton: Option<&dfa::Dfa>) -> Result<Expr, SchemaError> {
+    /// expression, or the graph of the automaton when that is smaller. Regions cut by
+    /// patterns and declared keys have small automata whose expressions repeat the large
+    /// spelling of "any other character" (raw multi-byte characters, escapes) once per path:
+    /// 12,000 NFA states, 2 ms to build at the first key of each object, where the graph
+    /// spells it once per state. The expression is rebuilt only as far as it could still be
+    /// chosen: a `^[0-9a-z_-]{1,255}$` key would take 10 ms to pass its own budget.
+    fn key_of(&self, keys: &Keys) -> Result<Expr, SchemaError> {
         let escapes = self.ctx.options.escapes;
-        let keys = match keys {
+        let automaton = match keys {
             Keys::AllBut(words) => {
                 return Ok(Expr::graph(json_text::quoted_not_in(words, escapes)?));
             }
-            Keys::Expression(re) => Some(re),
-            Keys::PastBudget => None,
+            Keys::Expression(re) => return string_of(re, escapes, &self.pointer),
+            Keys::Automaton(a) => a,
         };
-        let graph = automaton
-            .map(|a| json_text::quoted_graph(a, escapes).map(Expr::graph))
-            .transpose()?;
-        let (keys, graph) = match (keys, graph) {
-            (Some(keys), Some(graph)) => (keys, graph),
-            (Some(keys), None) => return string_of(keys, escapes, &self.pointer),
-            (None, Some(graph)) => return Ok(graph),
-            (None, None) => return Ok(Expr::nothing()),
+        let graph = Expr::graph(json_text::quoted_graph(automaton, escapes)?);
+        // The graph spells each transition once, the expression each class it holds once, in
+        // as many NFA states: an expression of more nodes than twice the transitions (with
+        // room for the pieces state elimination builds on the way) would lose to the graph.
+        let chosen_up_to = MAX_KEY_EXPRESSION_SIZE.max(automaton.size().saturating_mul(4));
+        let Ok(re) = automaton.to_re_within(chosen_up_to) else {
+            return Ok(graph);
         };
-        let expr = string_of(keys, escapes, &self.pointer)?;
         // Counted far enough to compare: past a million, either is too large anyway.
         let size = |e: &Expr| e.nfa_size_estimate(1 << 20);
-        Ok(match (size(&expr), size(&graph)) {
+        let g = size(&graph);
+        let expr = string_of(&re, escapes, &self.pointer)?;
+        Ok(match (size(&expr), g) {
             (Some(e), Some(g)) if e > MAX_KEY_EXPRESSION_SIZE && g < e / 2 => graph,
             _ => expr,
         })

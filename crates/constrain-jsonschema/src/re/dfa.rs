@@ -500,6 +500,13 @@ impl Dfa {
 
     /// An expression for the same language, by state elimination.
     pub(crate) fn to_re(&self) -> Result<Re> {
+        self.to_re_within(MAX_RE_SIZE)
+    }
+
+    /// [`Dfa::to_re`], given up (as past the budget) once the expressions built on the way
+    /// pass `max_size` nodes in all: a caller that would not use a larger one stops early.
+    pub(crate) fn to_re_within(&self, max_size: usize) -> Result<Re> {
+        let max_size = max_size.min(MAX_RE_SIZE);
         let dfa = self.minimize();
         if dfa.is_empty() {
             return Ok(Re::nothing());
@@ -602,10 +609,10 @@ impl Dfa {
             }
             in_edges[q].clear();
             check_deadline()?;
-            if total > MAX_RE_SIZE {
+            if total > max_size {
                 return Err(TooLarge {
                     what: "expression rebuilt from an automaton".into(),
-                    limit: MAX_RE_SIZE,
+                    limit: max_size,
                 });
             }
         }
