@@ -159,9 +159,8 @@ impl Lowerer<'_> {
                     size <= MAX_INLINED_RULE_SIZE.min(self.limits.max_inline_size)
                         && depth <= MAX_INLINE_DEPTH
                 });
-                self.large[rule] = self.regular[rule]
-                    .is_some_and(|(size, _)| size > MAX_COPIED_RULE_SIZE)
-                    || self.refers_to_large(&bodies[rule]);
+                self.large[rule] =
+                    self.regular[rule].is_some_and(|(size, _)| size > MAX_COPIED_RULE_SIZE);
                 self.unbounded[rule] = self.is_unbounded(&bodies[rule]) || self.large[rule];
             }
         }
@@ -187,8 +186,8 @@ struct Lowerer<'a> {
     /// Per regular rule: whether its language is unbounded, or it is large (then it is a
     /// lexeme of its own wherever it is used: see [`SeqBuilder::push_regular`]).
     unbounded: Vec<bool>,
-    /// Per regular rule: whether it is larger than [`MAX_COPIED_RULE_SIZE`] or refers to
-    /// such a rule.
+    /// Per regular rule: whether it is larger than [`MAX_COPIED_RULE_SIZE`]. Such a rule is
+    /// never inlined: an expression that names it is not regular ([`Lowerer::regular_size`]).
     large: Vec<bool>,
     /// Per unbounded regular rule: its one terminal, once built.
     rule_pieces: Vec<Option<Piece>>,
@@ -230,6 +229,8 @@ impl Lowerer<'_> {
         let over = self.limits.max_inline_size.saturating_add(1);
         match expr {
             Expr::Regex(h) => Some((self.hir_size(h), 1)),
+            // A large rule is a lexeme of its own: what names it is grammar structure.
+            Expr::Rule(r) if self.large[r.index()] => None,
             Expr::Rule(r) => self.regular[r.index()],
             Expr::Seq(parts) | Expr::Alt(parts) => {
                 let (mut size, mut depth) = (1usize, 0);
@@ -307,9 +308,7 @@ impl Lowerer<'_> {
     /// Adds `lhs -> alt` for every top-level alternative of `body`.
     fn add_alternatives(&mut self, lhs: u32, body: &Expr) -> Result<(), GrammarError> {
         match body {
-            Expr::Alt(alts)
-                if self.regular_within_budget(body).is_none() || self.refers_to_large(body) =>
-            {
+            Expr::Alt(alts) if self.regular_within_budget(body).is_none() => {
                 let (words, others) = split_literals(alts);
                 if let Some(trie) = words {
                     self.add_hir_alternatives(lhs, &trie)?;
@@ -348,13 +347,6 @@ impl Lowerer<'_> {
                 for p in parts {
                     self.lower_into(p, seq)?;
                 }
-                return Ok(());
-            }
-            // Inlined, each alternative would copy the large rule into its own lexeme.
-            Expr::Alt(_) if self.refers_to_large(expr) => {
-                let nt = self.new_nt("<alt>");
-                self.add_alternatives(nt, expr)?;
-                seq.push_sym(Sym::N(nt), self);
                 return Ok(());
             }
             Expr::Rule(r) if self.regular[r.index()].is_some() && self.unbounded[r.index()] => {
@@ -556,17 +548,6 @@ impl Lowerer<'_> {
             Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().any(|p| self.is_unbounded(p)),
             Expr::Repeat { expr, max, .. } => max.is_none() || self.is_unbounded(expr),
             Expr::Unordered(_) | Expr::Graph(_) => true,
-        }
-    }
-
-    /// Whether `expr` names a large regular rule (one level of rules deep: a rule that
-    /// refers to one is large itself).
-    fn refers_to_large(&self, expr: &Expr) -> bool {
-        match expr {
-            Expr::Rule(r) => self.large[r.index()],
-            Expr::Seq(parts) | Expr::Alt(parts) => parts.iter().any(|p| self.refers_to_large(p)),
-            Expr::Repeat { expr, .. } => self.refers_to_large(expr),
-            _ => false,
         }
     }
 
@@ -1126,8 +1107,8 @@ mod tests {
         assert_eq!(cfg.productions.len(), 4, "{:?}", cfg.productions);
     }
 
-    /// A large bounded rule named in several places, bare and inside alternatives, is one
-    /// terminal; a small one is copied into its neighbours' lexemes.
+    /// A large bounded rule named in several places (bare, inside alternatives, inside
+    /// another rule) is one terminal; a small one is copied into its neighbours' lexemes.
     #[test]
     fn a_large_rule_is_one_terminal_shared_by_its_uses() {
         use crate::grammar::GrammarBuilder;
@@ -1136,9 +1117,13 @@ mod tests {
             let root = b.rule_id("root");
             let shared = b.rule_id("shared");
             b.define(shared, Expr::from_hir(large)).expect("defines");
+            let wrapper = b.rule_id("wrapper");
+            let wrapped = Expr::seq(vec![Expr::literal("w"), Expr::rule(shared)]);
+            b.define(wrapper, wrapped).expect("defines");
             let body = Expr::seq(vec![
                 Expr::literal("a"),
                 Expr::rule(shared),
+                Expr::rule(wrapper),
                 Expr::alt(vec![
                     Expr::empty(),
                     Expr::seq(vec![Expr::literal(",b"), Expr::rule(shared)]),
