@@ -55,8 +55,7 @@ pub struct SchemaRecord {
     pub status: String,
     /// Time to compile the schema for the tokenizer and compute the first mask.
     pub ttfm_us: f64,
-    /// Where that time went: the schema to a grammar, the grammar compiled for the
-    /// vocabulary, the first mask (absent from older result files and after an error).
+    /// Where that time went (absent from older result files and after a compile error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttfm_phases_us: Option<TtfmPhases>,
     /// Masks computed over all instances (one per token fed).
@@ -84,9 +83,9 @@ pub struct SchemaRecord {
 pub struct TtfmPhases {
     /// JSON Schema to grammar (`constrain_jsonschema::compile_with_limits`).
     pub schema: f64,
-    /// Grammar to `CompiledGrammar` for the tokenizer.
+    /// Grammar to `CompiledGrammar` for the tokenizer, which computes the first mask.
     pub grammar: f64,
-    /// The first mask.
+    /// A matcher made and its first mask filled (from the compiled grammar's cache).
     pub first_mask: f64,
 }
 

@@ -3,7 +3,8 @@
 //! Every regular sub-expression becomes one terminal, so the Earley parser only sees lexeme
 //! boundaries: non-recursive rules are inlined (up to a size budget), tail self-recursion
 //! `A ::= x A | y` is rewritten to `x* y` (Arden's rule), and adjacent regular pieces of a
-//! sequence are concatenated into a single terminal.
+//! sequence are concatenated into a single terminal. Unbounded languages and large rules
+//! are terminals of their own, one per language however many places use it.
 
 use std::borrow::Cow;
 use std::sync::Arc;
