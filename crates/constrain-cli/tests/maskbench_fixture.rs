@@ -96,13 +96,28 @@ fn fixture_schemas_get_the_expected_statuses_in_the_reference_layout() {
         "files run in name order"
     );
     for record in &records {
-        let keys: Vec<&str> = record.keys().map(String::as_str).collect();
-        assert_eq!(keys, RECORD_FIELDS, "field layout of {}", record["id"]);
         let expected = if record["id"] == "remote-ref.json" {
             "compile_error"
         } else {
             "pass"
         };
+        // The reference's fields in its order, then (for a schema that compiled) where the
+        // time to first mask went.
+        let keys: Vec<&str> = record.keys().map(String::as_str).collect();
+        let mut layout = RECORD_FIELDS.to_vec();
+        if expected == "pass" {
+            layout.push("ttfm_phases_us");
+            let phases = &record["ttfm_phases_us"];
+            let part = |name: &str| phases[name].as_f64().unwrap_or(-1.0);
+            let parts = [part("schema"), part("grammar"), part("first_mask")];
+            assert!(parts.iter().all(|&p| p >= 0.0), "{phases}");
+            let ttfm = record["ttfm_us"].as_f64().unwrap_or(0.0);
+            assert!(
+                parts.iter().sum::<f64>() <= ttfm * 1.001,
+                "{phases} within {ttfm}"
+            );
+        }
+        assert_eq!(keys, layout, "field layout of {}", record["id"]);
         assert_eq!(record["status"], expected, "{record:?}");
         if expected == "pass" {
             assert!(record["tokens"].as_u64().unwrap() > 0);

@@ -55,9 +55,6 @@ pub struct SchemaRecord {
     pub status: String,
     /// Time to compile the schema for the tokenizer and compute the first mask.
     pub ttfm_us: f64,
-    /// Where that time went (absent from older result files and after a compile error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttfm_phases_us: Option<TtfmPhases>,
     /// Masks computed over all instances (one per token fed).
     pub tokens: u64,
     /// Sum of the per-token times.
@@ -76,6 +73,10 @@ pub struct SchemaRecord {
     /// (absent from older result files: 0).
     #[serde(default)]
     pub n_eos_rejected: usize,
+    /// Where the time to first mask went; after the reference's fields, and absent from
+    /// older result files and after a compile error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfm_phases_us: Option<TtfmPhases>,
 }
 
 /// The parts of a time to first mask, in microseconds.

@@ -330,7 +330,6 @@ impl SchemaRecord {
             id: id.to_string(),
             status: status.to_string(),
             ttfm_us: 0.0,
-            ttfm_phases_us: None,
             tokens: 0,
             mask_us_total: 0.0,
             max_mask_us: 0.0,
@@ -339,6 +338,7 @@ impl SchemaRecord {
             n_valid_rejected: 0,
             n_invalid_accepted: 0,
             n_eos_rejected: 0,
+            ttfm_phases_us: None,
         }
     }
 }
