@@ -38,9 +38,9 @@ pub(crate) struct Emitter<'c, 'a> {
     /// depend on: the variants of one object (per branch of a `oneOf`, per subset of the
     /// members seen...) share it instead of each spelling the complement of its keys again.
     extra_rules: FxHashMap<object::ExtraKey, Option<RuleId>>,
-    /// The rule of each set of numbers met so far: an object's integer members all spell
-    /// the same 64-bit range, built once.
-    numbers: FxHashMap<crate::ir::NumberSet, Expr>,
+    /// The rule of each set of numbers met so far (`None`: the set is empty): an object's
+    /// integer members all spell the same 64-bit range, built once.
+    numbers: FxHashMap<crate::ir::NumberSet, Option<RuleId>>,
     /// Rule bodies, given to the builder once unproductive parts are pruned.
     bodies: FxHashMap<RuleId, Expr>,
     declared: Vec<RuleId>,

@@ -98,22 +98,25 @@ fn within_i64(n: &NumberSet) -> Option<NumberSet> {
 
 impl Emitter<'_, '_> {
     pub(crate) fn number(&mut self, n: &NumberSet) -> Result<Expr, SchemaError> {
-        if let Some(expr) = self.numbers.get(n) {
-            return Ok(expr.clone());
-        }
-        let warnings = self.ctx.warnings.len();
-        // One rule, named wherever the set recurs: the grammar's lowering then decides
-        // whether its uses share one lexeme.
-        let expr = match self.number_uncached(n)? {
-            Expr::Alt(none) if none.is_empty() => Expr::nothing(),
-            body => Expr::rule(self.fresh_rule("number", body)?),
+        let rule = match self.numbers.get(n) {
+            Some(&known) => known,
+            None => {
+                let warnings = self.ctx.warnings.len();
+                // One rule, named wherever the set recurs: the grammar's lowering then
+                // decides whether its uses share one lexeme.
+                let rule = match self.number_uncached(n)? {
+                    Expr::Alt(none) if none.is_empty() => None,
+                    body => Some(self.fresh_rule("number", body)?),
+                };
+                // A set whose spelling dropped a keyword is spelled again where it recurs,
+                // so that each place has its warning.
+                if self.ctx.warnings.len() == warnings {
+                    self.numbers.insert(n.clone(), rule);
+                }
+                rule
+            }
         };
-        // A set whose spelling dropped a keyword is spelled again where it recurs, so that
-        // each place has its warning.
-        if self.ctx.warnings.len() == warnings {
-            self.numbers.insert(n.clone(), expr.clone());
-        }
-        Ok(expr)
+        Ok(rule.map_or_else(Expr::nothing, Expr::rule))
     }
 
     fn number_uncached(&mut self, n: &NumberSet) -> Result<Expr, SchemaError> {
