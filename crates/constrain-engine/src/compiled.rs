@@ -13,6 +13,7 @@ use crate::automaton::{Automaton, StateId, DEAD};
 use crate::completion::{self, Completion, Completions};
 use crate::error::{GrammarError, MatchError};
 use crate::grammar::{lower, Grammar};
+use crate::inside_ends::{inside_ends, InsideEnds};
 use crate::lexer::LexId;
 use crate::limits::{Deadline, Limits};
 use crate::mask::{
@@ -58,6 +59,10 @@ struct Lazy {
     /// Per boundary node and automaton state there: the most tokens a completion takes after
     /// any token below the node.
     widest_below: FxHashMap<(u32, StateId), u64>,
+    /// Per lexer state: the tokens that keep its lexeme going, by where they end (`None`
+    /// where they end in too many states), and the memory they hold.
+    inside_ends: FxHashMap<LexId, Option<Arc<InsideEnds>>>,
+    inside_ends_bytes: usize,
 }
 
 /// Token masks per automaton state, dropped wholesale when over budget.
@@ -118,6 +123,8 @@ impl CompiledGrammar {
                 budget_views: FxHashMap::default(),
                 token_ends: FxHashMap::default(),
                 widest_below: FxHashMap::default(),
+                inside_ends: FxHashMap::default(),
+                inside_ends_bytes: 0,
             }),
             masks: RwLock::new(MaskCache {
                 masks: FxHashMap::default(),
@@ -403,13 +410,17 @@ impl CompiledGrammar {
             return self.fit_to_budget_exactly(state, mask, room, keep);
         };
         let view = self.refined_budget_view(state, view, room);
-        if view.inside.max(view.below) <= room {
-            return Ok(false);
-        }
+        let mut narrowed = false;
         if view.inside > room {
-            return self.fit_to_budget_exactly(state, mask, room, keep);
+            match self.refuse_inside(state, view.lex, mask, room, keep)? {
+                Some(refused) => narrowed = refused,
+                None => return self.fit_to_budget_exactly(state, mask, room, keep),
+            }
         }
-        // Only tokens that pass a boundary of the lexeme may take too many.
+        if view.below <= room {
+            return Ok(narrowed);
+        }
+        // Tokens that pass a boundary of the lexeme: read below each boundary.
         let mut refused = Vec::new();
         let lexeme = {
             let mut lazy = self.lazy.lock();
@@ -429,14 +440,146 @@ impl CompiledGrammar {
         for &t in &refused {
             mask[(t >> 5) as usize] &= !(1 << (t & 31));
         }
-        Ok(!refused.is_empty())
+        Ok(narrowed || !refused.is_empty())
+    }
+
+    /// Clears from `mask` the tokens that keep the lexeme of `state` (of one scan, in lexer
+    /// state `lex`) going and end where the completion takes more than `room` tokens, but
+    /// `keep`: one completion per end ([`InsideEnds`]). Returns whether one was set; `None`
+    /// where the tokens end in too many states (the walk of the whole trie decides then).
+    fn refuse_inside(
+        &self,
+        state: StateId,
+        lex: LexId,
+        mask: &mut [u32],
+        room: u64,
+        keep: Option<u32>,
+    ) -> Result<Option<bool>, MatchError> {
+        let mut lazy = self.lazy.lock();
+        let row = lazy.automaton.scans(state)[0].0;
+        if self.no_end_fits(&mut lazy, row, lex, room)? {
+            // Every token inside goes: the lexeme walk's own, without grouping them.
+            let lexeme = self.lexeme_mask(&mut lazy, lex, Sharing::BySignature)?;
+            return Ok(Some(lexeme.inside.remove_from(mask, keep)));
+        }
+        let Some(groups) = self.inside_ends(&mut lazy, lex)? else {
+            return Ok(None);
+        };
+        let Lazy {
+            automaton,
+            completions,
+            ..
+        } = &mut *lazy;
+        let mut refused = false;
+        for (end, tokens) in &groups.by_end {
+            let after = automaton.after_lexeme_bytes(row, *end)?;
+            if after == DEAD {
+                continue;
+            }
+            let fits = completions
+                .of_state(automaton, &self.index, after)?
+                .is_some_and(|c| c.tokens.len() as u64 <= room);
+            if !fits {
+                refused |= tokens.remove_from(mask, keep);
+            }
+        }
+        Ok(Some(refused))
+    }
+
+    /// Whether no lexer state a token could end in inside the lexeme of scan `(row, lex)`
+    /// (those [`completion::token_ends`] lists, when few enough to read each) leaves a
+    /// completion of at most `room` tokens.
+    fn no_end_fits(
+        &self,
+        lazy: &mut Lazy,
+        row: RowId,
+        lex: LexId,
+        room: u64,
+    ) -> Result<bool, MatchError> {
+        let Some(ends) = self.token_ends(lazy, lex)? else {
+            return Ok(false);
+        };
+        if ends.len() > EXACT_TOKEN_ENDS {
+            return Ok(false);
+        }
+        let Lazy {
+            automaton,
+            completions,
+            ..
+        } = lazy;
+        for &end in ends.iter() {
+            let after = automaton.after_lexeme_bytes(row, end)?;
+            if after == DEAD {
+                continue;
+            }
+            let fits = completions
+                .of_state(automaton, &self.index, after)?
+                .is_some_and(|c| c.tokens.len() as u64 <= room);
+            if fits {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// [`inside_ends`] of `lex`, kept per lexer state within a memory budget.
+    fn inside_ends(
+        &self,
+        lazy: &mut Lazy,
+        lex: LexId,
+    ) -> Result<Option<Arc<InsideEnds>>, MatchError> {
+        if let Some(known) = lazy.inside_ends.get(&lex) {
+            return Ok(known.clone());
+        }
+        let groups = inside_ends(
+            &mut lazy.automaton.lexer,
+            &self.index,
+            lex,
+            EXACT_TOKEN_ENDS,
+        )?
+        .map(Arc::new);
+        let bytes = groups.as_ref().map_or(0, |g| g.bytes());
+        if lazy.inside_ends_bytes + bytes > MAX_INSIDE_ENDS_BYTES {
+            lazy.inside_ends.clear();
+            lazy.inside_ends_bytes = 0;
+        }
+        lazy.inside_ends_bytes += bytes;
+        lazy.inside_ends.insert(lex, groups.clone());
+        Ok(groups)
     }
 
     /// Whether `room` tokens are known to hold the shortest completion after any token at
     /// `state`, from its bound alone: then the budget changes nothing there, and nothing
     /// else of it needs computing.
     pub(crate) fn budget_is_ample(&self, state: StateId, room: u64) -> bool {
-        !self.budget_walk_only.load(Ordering::Relaxed) && self.bound_after(state) <= room
+        !self.budget_walk_only.load(Ordering::Relaxed)
+            && (self.widest_completion_tokens() <= room || self.bound_after(state) <= room)
+    }
+
+    /// At most how many bytes the shortest completion of any state takes, `None` where that
+    /// is unbounded (see `completion::widest`). This exists to test that bound.
+    #[doc(hidden)]
+    pub fn widest_completion_bytes(&self) -> Result<Option<u64>, MatchError> {
+        let mut lazy = self.lazy.lock();
+        let Lazy {
+            automaton,
+            completions,
+            ..
+        } = &mut *lazy;
+        completions.widest_completion(automaton, &self.index)
+    }
+
+    /// At most how many tokens the shortest completion of any state takes: the grammar's
+    /// widest completion in bytes, where the vocabulary spells every byte alone (a text of
+    /// `n` bytes then takes at most `n` tokens); `u64::MAX` where there is none.
+    fn widest_completion_tokens(&self) -> u64 {
+        if !self.index.spells_every_byte() {
+            return u64::MAX;
+        }
+        match self.widest_completion_bytes() {
+            Ok(Some(bytes)) => bytes,
+            _ => u64::MAX,
+        }
     }
 
     /// [`CompiledGrammar::fit_to_budget`] at a state of several scans, given a state per scan
@@ -789,6 +932,9 @@ struct BudgetView {
     /// The most tokens a completion takes after a token below a boundary.
     below: u64,
 }
+
+/// Memory the token budget keeps for [`InsideEnds`] of one grammar.
+const MAX_INSIDE_ENDS_BYTES: usize = 16 << 20;
 
 /// Lexer states [`completion::token_ends`] lists beyond which the budget bounds the
 /// completions after them in bytes ([`bytes_after_lexeme_bound`]) instead of computing each.

@@ -72,6 +72,28 @@ struct After {
     origin: RowId,
 }
 
+/// What completing a row costs after each terminal it expects: the fewest bytes, and the
+/// item whose rest they are (its position and origin row).
+type Tails = FxHashMap<u32, (u64, u32, RowId)>;
+
+/// A breadth-first search over lexer states from one state for the ends of its lexeme (bytes
+/// read after it, at least one), kept between questions and taken deeper only as far as one
+/// needs. Every row that scans the state asks it (the inside of a string is one lexer state
+/// for every string of the grammar), each for the end that costs least with its own tails.
+#[derive(Default)]
+struct EndSearch {
+    /// How each state reached was first reached: the state before and a byte.
+    parent: FxHashMap<LexId, (LexId, u8)>,
+    /// The states `depth` bytes away, in the order found: the next to expand.
+    frontier: Vec<LexId>,
+    /// Bytes read to the states of `frontier`: every end within them is found.
+    depth: u64,
+    /// The first end found of each terminal, in the order found: terminal, state, bytes.
+    ends: Vec<(u32, LexId, u64)>,
+    /// The terminals of `ends`.
+    ended: rustc_hash::FxHashSet<u32>,
+}
+
 /// Every completion computed so far for one grammar; lives beside the automaton.
 #[derive(Default)]
 pub(crate) struct Completions {
@@ -86,6 +108,8 @@ pub(crate) struct Completions {
     nonterminals: Vec<(u64, Derivation)>,
     /// Whether `nonterminals` has been computed for the grammar's base nonterminals.
     derived: bool,
+    /// The grammar's widest completion, once computed (see [`widest`]).
+    widest_completion: Option<Option<u64>>,
     nonterminal_text: FxHashMap<u32, Arc<[u8]>>,
     /// Per row: the completion after each nonterminal some item there waits for.
     after: FxHashMap<RowId, Arc<FxHashMap<u32, After>>>,
@@ -94,9 +118,13 @@ pub(crate) struct Completions {
     states: FxHashMap<StateId, Option<Completion>>,
     /// The completions above by their bytes.
     by_text: FxHashMap<Arc<[u8]>, Completion>,
+    /// Per lexer state: the search for the ends of its lexeme so far (see [`EndSearch`]).
+    end_searches: FxHashMap<LexId, EndSearch>,
     /// Per lexer state: at most how many bytes end its lexeme (see
     /// [`Completions::bytes_to_end_bound`]).
     to_end: FxHashMap<LexId, u64>,
+    /// Per row: the completion after each terminal it expects (see [`Completions::tails`]).
+    tails: FxHashMap<RowId, Arc<Tails>>,
     /// Per row: the most bytes that complete the input after any terminal it expects, where
     /// every one of them has a completion (see [`Completions::widest_tail`]).
     widest_tail: FxHashMap<RowId, Option<u64>>,
@@ -122,6 +150,7 @@ impl Completions {
             self.states.clear();
             self.after_text.clear();
             self.by_text.clear();
+            self.end_searches.clear();
             self.bytes = 0;
         }
         let completion = match self.bytes_of_state(a, index, state)? {
@@ -207,15 +236,12 @@ impl Completions {
         Ok(Some(text))
     }
 
-    /// What completing `row` costs after each terminal it expects: the fewest bytes, and
-    /// the item whose rest they are (its position and origin row).
-    #[allow(clippy::type_complexity)]
-    fn tails(
-        &mut self,
-        a: &mut Automaton,
-        row: RowId,
-    ) -> Result<FxHashMap<u32, (u64, u32, RowId)>, MatchError> {
-        let mut tails: FxHashMap<u32, (u64, u32, RowId)> = FxHashMap::default();
+    /// What completing `row` costs after each terminal it expects ([`Tails`]); kept per row.
+    fn tails(&mut self, a: &mut Automaton, row: RowId) -> Result<Arc<Tails>, MatchError> {
+        if let Some(known) = self.tails.get(&row) {
+            return Ok(known.clone());
+        }
+        let mut tails = Tails::default();
         let expected: Vec<u32> = a.parser.row(row).expected().to_vec();
         for t in expected {
             let waiting: Vec<(u32, RowId)> = a.parser.waiting_for_terminal(row, t).collect();
@@ -227,6 +253,8 @@ impl Completions {
                 }
             }
         }
+        let tails = Arc::new(tails);
+        self.tails.insert(row, tails.clone());
         Ok(tails)
     }
 
@@ -371,63 +399,61 @@ impl Completions {
         Ok(NONE)
     }
 
-    /// A breadth-first search from `lex` (bytes read after it, at least one) for the state
-    /// where ending a terminal plus its tail costs least, below `bound`.
+    /// The bytes that end the lexeme at `lex` (at least one) as the terminal whose end plus
+    /// its tail costs least, below `bound`, and that tail; ties go to the end found first.
+    /// The search from `lex` is [`EndSearch`]'s, shared by every row.
     #[allow(clippy::type_complexity)]
     fn end_lexeme(
-        &self,
+        &mut self,
         lexer: &mut Lexer,
         lex: LexId,
-        tails: &FxHashMap<u32, (u64, u32, RowId)>,
+        tails: &Tails,
         least_tail: u64,
         bound: u64,
     ) -> Result<Option<(Vec<u8>, (u64, u32, RowId))>, MatchError> {
-        let mut parent: FxHashMap<LexId, (LexId, u8)> = FxHashMap::default();
-        let mut queue: VecDeque<(LexId, u64)> = VecDeque::from([(lex, 0)]);
+        let mut search = self.end_searches.remove(&lex).unwrap_or_else(|| EndSearch {
+            frontier: vec![lex],
+            ..EndSearch::default()
+        });
+        let before = search.parent.len();
+        // A search stopped by an error is dropped: it is not whole to its depth.
+        let found = self.search_ends(&mut search, lexer, lex, tails, least_tail, bound)?;
+        let found = found.map(|(end, tail)| (search.path(lex, end), tail));
+        self.bytes += 16 * (search.parent.len() - before);
+        self.end_searches.insert(lex, search);
+        Ok(found)
+    }
+
+    /// Takes `search` deeper, a whole depth at a time, while an end further down could still
+    /// cost less than the best found; returns that end's state and tail.
+    #[allow(clippy::type_complexity)]
+    fn search_ends(
+        &self,
+        search: &mut EndSearch,
+        lexer: &mut Lexer,
+        lex: LexId,
+        tails: &Tails,
+        least_tail: u64,
+        bound: u64,
+    ) -> Result<Option<(LexId, (u64, u32, RowId))>, MatchError> {
         let mut best: Option<(u64, LexId, (u64, u32, RowId))> = None;
-        let mut bound = bound;
-        while let Some((state, depth)) = queue.pop_front() {
-            if depth + 1 + least_tail >= bound {
-                break;
-            }
-            for &class in &self.class_order {
-                let next = lexer.next(state, class)?;
-                if next == LEX_DEAD || next == lex || parent.contains_key(&next) {
-                    continue;
-                }
-                parent.insert(next, (state, self.class_bytes[class]));
-                if parent.len() > MAX_SEARCH_STATES {
-                    return Err(MatchError::LimitExceeded {
-                        budget: Budget::CompletionSearch,
-                        limit: MAX_SEARCH_STATES,
-                    });
-                }
-                for &t in lexer.accepts(next) {
-                    if let Some(&tail) = tails.get(&t) {
-                        let len = depth + 1 + tail.0;
-                        if len < bound {
-                            bound = len;
-                            best = Some((len, next, tail));
-                        }
+        let mut read = 0;
+        loop {
+            for &(t, end, depth) in &search.ends[read..] {
+                if let Some(&tail) = tails.get(&t) {
+                    let len = depth.saturating_add(tail.0);
+                    if len < best.map_or(bound, |b| b.0) {
+                        best = Some((len, end, tail));
                     }
                 }
-                if lexer.extends(next) {
-                    queue.push_back((next, depth + 1));
-                }
             }
+            read = search.ends.len();
+            let limit = best.map_or(bound, |b| b.0);
+            if search.frontier.is_empty() || search.depth + 1 + least_tail >= limit {
+                return Ok(best.map(|(_, end, tail)| (end, tail)));
+            }
+            search.deepen(lexer, lex, &self.class_order, &self.class_bytes)?;
         }
-        let Some((_, end, tail)) = best else {
-            return Ok(None);
-        };
-        let mut path = Vec::new();
-        let mut at = end;
-        while at != lex {
-            let (from, byte) = parent[&at];
-            path.push(byte);
-            at = from;
-        }
-        path.reverse();
-        Ok(Some((path, tail)))
     }
 
     /// The length of the rest of the item at `pos` (begun in row `origin`) and of what
@@ -803,6 +829,58 @@ impl Completions {
     }
 }
 
+impl EndSearch {
+    /// Expands every state of the frontier: the states one byte further, and the ends among
+    /// them, in the order a breadth-first search from `lex` trying classes in `order` finds them.
+    fn deepen(
+        &mut self,
+        lexer: &mut Lexer,
+        lex: LexId,
+        order: &[usize],
+        class_bytes: &[u8],
+    ) -> Result<(), MatchError> {
+        let frontier = std::mem::take(&mut self.frontier);
+        self.depth += 1;
+        for state in frontier {
+            for &class in order {
+                let next = lexer.next(state, class)?;
+                if next == LEX_DEAD || next == lex || self.parent.contains_key(&next) {
+                    continue;
+                }
+                self.parent.insert(next, (state, class_bytes[class]));
+                if self.parent.len() > MAX_SEARCH_STATES {
+                    return Err(MatchError::LimitExceeded {
+                        budget: Budget::CompletionSearch,
+                        limit: MAX_SEARCH_STATES,
+                    });
+                }
+                for &t in lexer.accepts(next) {
+                    if self.ended.insert(t) {
+                        self.ends.push((t, next, self.depth));
+                    }
+                }
+                if lexer.extends(next) {
+                    self.frontier.push(next);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes from `lex` to `end`, a state the search reached.
+    fn path(&self, lex: LexId, end: LexId) -> Vec<u8> {
+        let mut path = Vec::new();
+        let mut at = end;
+        while at != lex {
+            let (from, byte) = self.parent[&at];
+            path.push(byte);
+            at = from;
+        }
+        path.reverse();
+        path
+    }
+}
+
 /// A byte of every class, the first of: space, `a`, `0`, another printable ASCII byte, any;
 /// and among those, one the vocabulary has as a token of its own where the class holds one,
 /// so that the texts made of them can be tokenized (a vocabulary may spell only some
@@ -905,3 +983,4 @@ pub(crate) fn token_ends(
 
 #[cfg(test)]
 mod tests;
+mod widest;

@@ -63,6 +63,43 @@ impl Inside {
         Inside::Tokens(ids.into_boxed_slice())
     }
 
+    /// `tokens` (distinct ids), as a mask of `words` words where they are many.
+    pub fn from_tokens(tokens: Vec<u32>, words: usize) -> Inside {
+        if tokens.len() > words / IDS_PER_MASK_WORDS {
+            let mut mask = vec![0u32; words].into_boxed_slice();
+            set_bits(&mut mask, &tokens);
+            Inside::Mask(mask)
+        } else {
+            Inside::Tokens(tokens.into_boxed_slice())
+        }
+    }
+
+    /// Clears these tokens from `mask`, but `keep`; returns whether one of them was set.
+    pub fn remove_from(&self, mask: &mut [u32], keep: Option<u32>) -> bool {
+        let mut removed = false;
+        match self {
+            Inside::Mask(words) => {
+                let kept = |i: usize| {
+                    keep.filter(|&k| (k >> 5) as usize == i)
+                        .map_or(0, |k| 1u32 << (k & 31))
+                };
+                for (i, (m, w)) in mask.iter_mut().zip(words.iter()).enumerate() {
+                    let cleared = *m & w & !kept(i);
+                    removed |= cleared != 0;
+                    *m &= !cleared;
+                }
+            }
+            Inside::Tokens(ids) => {
+                for &t in ids.iter().filter(|&&t| Some(t) != keep) {
+                    let bit = 1u32 << (t & 31);
+                    removed |= mask[(t >> 5) as usize] & bit != 0;
+                    mask[(t >> 5) as usize] &= !bit;
+                }
+            }
+        }
+        removed
+    }
+
     /// Adds these tokens to `mask`.
     pub fn add_to(&self, mask: &mut [u32]) {
         match self {
@@ -84,7 +121,7 @@ impl Inside {
         }
     }
 
-    fn bytes(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         match self {
             Inside::Mask(words) | Inside::Tokens(words) => words.len() * 4,
         }

@@ -25,6 +25,7 @@ mod completion;
 mod discard;
 mod error;
 mod grammar;
+mod inside_ends;
 mod interner;
 mod lexeme_masks;
 mod lexer;

@@ -209,6 +209,7 @@ fn bound_agrees_with_the_walk(
         .tokens
         .len();
     let width = vocab.logits_width();
+    let widest_completion = fast.widest_completion_bytes().expect("within limits");
     let mut rng = constrain_testdata::XorShift64::new(seed);
     let (mut known, mut steps) = (0, 0);
     for run in 0..12 {
@@ -226,6 +227,12 @@ fn bound_agrees_with_the_walk(
                 bound >= widest,
                 "{name}, run {run}: bound {bound} below {widest} after {:?}",
                 String::from_utf8_lossy(&text)
+            );
+            let needs = a.shortest_completion().expect("within limits");
+            let needs = needs.map_or(u64::MAX, |c| c.bytes.len() as u64);
+            assert!(
+                widest_completion.is_none_or(|w| needs <= w),
+                "{name}, run {run}: a completion of {needs} bytes, wider than {widest_completion:?}"
             );
             known += usize::from(bound != u64::MAX);
             steps += 1;
@@ -335,5 +342,41 @@ fn a_state_of_several_scans_is_bounded_through_each_scan_alone() {
             known, steps,
             "the bound was known at {known} of {steps} steps"
         );
+    }
+}
+
+#[test]
+fn tokens_inside_a_lexeme_are_refused_by_where_they_end() {
+    // Inside the string, a letter ends where `";` completes the output, and `\u00` ends in
+    // an escape that needs two more digits first: with one token of room after the next,
+    // the letter fits and the escape does not.
+    let mut texts: Vec<Vec<u8>> = (0x20..0x7fu8).map(|b| vec![b]).collect();
+    texts.extend([b"\\u00".to_vec(), b"\";".to_vec(), b"ab".to_vec()]);
+    let eos = texts.len() as u32;
+    let vocab = Arc::new(
+        Vocabulary::from_tokens(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as u32, t.clone(), TokenKind::Text))
+                .chain([(eos, b"</s>".to_vec(), TokenKind::EndOfSequence)]),
+        )
+        .expect("a vocabulary"),
+    );
+    let id = |text: &[u8]| texts.iter().position(|t| t == text).expect("a token") as u32;
+    let grammar = Grammar::from_regex(r#""([a-z]|\\u[0-9a-f]{4})*";"#).expect("valid regex");
+    let compiled = compile(&grammar, &vocab);
+    let mut m = Matcher::with_token_budget(compiled.clone(), 3).expect("fits");
+    m.accept_token(id(b"\"")).expect("allowed");
+    let mut mask = vec![0u32; compiled.mask_words()];
+    m.fill_mask(&mut mask).expect("mask");
+    let has = |t: u32| mask[(t / 32) as usize] >> (t % 32) & 1 == 1;
+    assert!(
+        has(id(b"a")) && has(id(b"ab")) && has(id(b"\";")),
+        "what fits stays"
+    );
+    assert!(!has(id(b"\\u00")) && !has(id(b"\\")), "escapes do not fit");
+    for seed in 1..=4 {
+        bound_agrees_with_the_walk("escaped string", &grammar, &vocab, seed);
     }
 }

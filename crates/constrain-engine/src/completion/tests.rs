@@ -218,3 +218,42 @@ fn shortest_completions_are_exact_and_complete() {
         assert!(checked > 100, "{name}: only {checked} states checked");
     }
 }
+
+#[test]
+fn the_widest_completion_bounds_every_state() {
+    let vocab = vocab();
+    let index = TokenIndex::new(vocab.clone());
+    for (name, grammar) in grammars() {
+        let g = CompiledGrammar::new(&grammar, index.clone(), Limits::default()).expect("compiles");
+        let widest = g.widest_completion_bytes().expect("within limits");
+        // Every state reached from the start (up to a few thousand), by every byte class.
+        let start = Matcher::new(g.clone()).current_state();
+        let mut seen = FxHashSet::from_iter([start]);
+        let mut queue = VecDeque::from([start]);
+        let mut most = 0;
+        while let Some(s) = queue.pop_front() {
+            most = most.max(brute_force(&g, s).expect("a live state has a completion"));
+            if seen.len() > 3000 {
+                continue;
+            }
+            for class in 0..g.with_automaton(|a| a.classes()) {
+                let next = g.with_automaton(|a| a.next(s, class).expect("within limits"));
+                if next != DEAD && seen.insert(next) {
+                    queue.push_back(next);
+                }
+            }
+        }
+        match name {
+            // Recursive: nesting makes completions as long as any.
+            "json" | "arithmetic" => assert_eq!(widest, None, "{name}"),
+            // One lexeme: the widest is exactly that of its automaton's states.
+            "alternation" | "counted" | "unanchored pattern" => {
+                assert_eq!(widest, Some(most as u64), "{name}")
+            }
+            _ => assert!(
+                widest.is_some_and(|w| w >= most as u64),
+                "{name}: widest {widest:?}, a state needs {most}"
+            ),
+        }
+    }
+}
