@@ -21,16 +21,19 @@ use crate::lexer::{LexId, LEX_DEAD};
 use crate::parser::SymAt;
 use crate::token_index::TokenIndex;
 
-/// Lexer states the searches of every terminal's automaton visit in all: beyond them the
-/// grammar is taken to have no widest completion.
-const MAX_LEXER_STATES: usize = 50_000;
+/// Lexer states the searches of the terminals' automata build in all, a twentieth of the
+/// default `Limits::max_lexer_states` (matching needs the rest): beyond them the grammar is
+/// taken to have no widest completion.
+const MAX_LEXER_STATES: usize = 10_000;
 
-/// The search's memory: the widest completion within each symbol found so far.
+/// The search's memory: the widest completion within each symbol found so far, and
+/// whether terminals are read (their automata searched) or count as nothing.
 #[derive(Default)]
 struct Search {
     nonterminals: FxHashMap<u32, u64>,
     terminals: FxHashMap<u32, u64>,
     lexer_states: usize,
+    lexemes: bool,
 }
 
 impl Completions {
@@ -54,11 +57,35 @@ impl Completions {
     /// strongly connected component at a time, those a component reaches first. Within a
     /// component (recursion), the widest completions are raised together until they hold:
     /// if they still grow after as many rounds as it has nonterminals, a cycle adds bytes
-    /// every time round (nesting), and there is no bound.
+    /// every time round (nesting), and there is no bound. Whether a cycle grows does not
+    /// depend on the terminals (none is part of a cycle of nonterminals), so that is found
+    /// first with terminals counting as nothing, and their automata are searched only for a
+    /// grammar with a bound.
     fn widest_from_start(&mut self, a: &mut Automaton) -> Result<Option<u64>, MatchError> {
         let start = a.parser.start_nonterminal();
-        let mut search = Search::default();
-        for component in components_from(a, start, |a, nt| self.parts_of(a, nt)) {
+        let components = components_from(a, start, |a, nt| self.parts_of(a, nt));
+        if !self.raise(a, &components, &mut Search::default())? {
+            return Ok(None);
+        }
+        let mut search = Search {
+            lexemes: true,
+            ..Search::default()
+        };
+        let bounded = self.raise(a, &components, &mut search)?;
+        Ok(bounded
+            .then(|| search.nonterminals.get(&start).copied())
+            .flatten())
+    }
+
+    /// Raises the widest completions of `components` (in order) until they hold; whether
+    /// they do, neither growing still nor passing [`MAX_COMPLETION_BYTES`].
+    fn raise(
+        &mut self,
+        a: &mut Automaton,
+        components: &[Vec<u32>],
+        search: &mut Search,
+    ) -> Result<bool, MatchError> {
+        for component in components {
             let rounds = if component.len() == 1 {
                 1
             } else {
@@ -67,10 +94,10 @@ impl Completions {
             let mut settled = false;
             for _ in 0..=rounds {
                 let mut changed = false;
-                for &nt in &component {
-                    let widest = self.widest_in_nonterminal(a, &mut search, nt)?;
+                for &nt in component {
+                    let widest = self.widest_in_nonterminal(a, search, nt)?;
                     if widest > MAX_COMPLETION_BYTES {
-                        return Ok(None);
+                        return Ok(false);
                     }
                     let known = search.nonterminals.get(&nt).copied().unwrap_or(0);
                     if widest > known {
@@ -86,10 +113,10 @@ impl Completions {
                 }
             }
             if !settled {
-                return Ok(None);
+                return Ok(false);
             }
         }
-        Ok(search.nonterminals.get(&start).copied())
+        Ok(true)
     }
 
     /// The nonterminals `nt` names: in its productions, or a family's parts.
@@ -160,7 +187,8 @@ impl Completions {
         let mut after = 0u64;
         for (i, &sym) in syms.iter().enumerate().rev() {
             let within = match sym {
-                SymAt::Terminal(t) => self.widest_in_terminal(a, search, t)?,
+                SymAt::Terminal(t) if search.lexemes => self.widest_in_terminal(a, search, t)?,
+                SymAt::Terminal(_) => 0,
                 SymAt::Nonterminal(n) if n == nt && i == 0 => 0,
                 SymAt::Nonterminal(n) => search.nonterminals.get(&n).copied().unwrap_or(0),
                 SymAt::End => 0,
@@ -236,12 +264,12 @@ impl Completions {
                 });
                 preds[i].push(from);
             }
-            search.lexer_states += 1;
-            if search.lexer_states > MAX_LEXER_STATES {
+            if search.lexer_states + states.len() > MAX_LEXER_STATES {
                 search.terminals.insert(t, NONE);
                 return Ok(NONE);
             }
         }
+        search.lexer_states += states.len();
         // The fewest bytes from each state to an end: a search backwards from the ends.
         let mut dist = vec![NONE; states.len()];
         let mut queue = std::collections::VecDeque::new();
