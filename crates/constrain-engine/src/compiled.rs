@@ -2,7 +2,7 @@
 //! token masks of every state visited so far.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use constrain_vocab::Vocabulary;
 use parking_lot::{Mutex, RwLock};
@@ -35,6 +35,9 @@ pub struct CompiledGrammar {
     /// Whether the token budget skips the bound and always takes its exact walk (see
     /// [`CompiledGrammar::set_budget_walk_only`]).
     budget_walk_only: AtomicBool,
+    /// [`CompiledGrammar::widest_completion_tokens`], once computed: read before every budgeted
+    /// token, without the lock.
+    widest_tokens: OnceLock<u64>,
 }
 
 /// The parts built on demand, behind one lock.
@@ -133,6 +136,7 @@ impl CompiledGrammar {
             }),
             initial,
             budget_walk_only: AtomicBool::new(false),
+            widest_tokens: OnceLock::new(),
         });
         // The first mask is part of compiling: within the same budget, and ready for every
         // matcher.
@@ -472,14 +476,8 @@ impl CompiledGrammar {
         } = &mut *lazy;
         let mut refused = false;
         for (end, tokens) in &groups.by_end {
-            let after = automaton.after_lexeme_bytes(row, *end)?;
-            if after == DEAD {
-                continue;
-            }
-            let fits = completions
-                .of_state(automaton, &self.index, after)?
-                .is_some_and(|c| c.tokens.len() as u64 <= room);
-            if !fits {
+            let after = tokens_after_end(automaton, completions, &self.index, row, *end)?;
+            if after.is_some_and(|n| n > room) {
                 refused |= tokens.remove_from(mask, keep);
             }
         }
@@ -508,14 +506,8 @@ impl CompiledGrammar {
             ..
         } = lazy;
         for &end in ends.iter() {
-            let after = automaton.after_lexeme_bytes(row, end)?;
-            if after == DEAD {
-                continue;
-            }
-            let fits = completions
-                .of_state(automaton, &self.index, after)?
-                .is_some_and(|c| c.tokens.len() as u64 <= room);
-            if fits {
+            let after = tokens_after_end(automaton, completions, &self.index, row, end)?;
+            if after.is_some_and(|n| n <= room) {
                 return Ok(false);
             }
         }
@@ -571,15 +563,17 @@ impl CompiledGrammar {
 
     /// At most how many tokens the shortest completion of any state takes: the grammar's
     /// widest completion in bytes, where the vocabulary spells every byte alone (a text of
-    /// `n` bytes then takes at most `n` tokens); `u64::MAX` where there is none.
+    /// `n` bytes then takes at most `n` tokens); `u64::MAX` where there is none. Kept.
     fn widest_completion_tokens(&self) -> u64 {
-        if !self.index.spells_every_byte() {
-            return u64::MAX;
-        }
-        match self.widest_completion_bytes() {
-            Ok(Some(bytes)) => bytes,
-            _ => u64::MAX,
-        }
+        *self.widest_tokens.get_or_init(|| {
+            if !self.index.spells_every_byte() {
+                return u64::MAX;
+            }
+            match self.widest_completion_bytes() {
+                Ok(Some(bytes)) => bytes,
+                _ => u64::MAX,
+            }
+        })
     }
 
     /// [`CompiledGrammar::fit_to_budget`] at a state of several scans, given a state per scan
@@ -975,16 +969,29 @@ fn widest_after_ends(
 ) -> Result<u64, MatchError> {
     let mut widest = 0u64;
     for &end in ends {
-        let after = automaton.after_lexeme_bytes(row, end)?;
-        if after == DEAD {
-            continue;
+        if let Some(tokens) = tokens_after_end(automaton, completions, index, row, end)? {
+            widest = widest.max(tokens);
         }
-        let tokens = completions
-            .of_state(automaton, index, after)?
-            .map_or(u64::MAX, |c| c.tokens.len() as u64);
-        widest = widest.max(tokens);
     }
     Ok(widest)
+}
+
+/// Tokens the shortest completion takes after a token that takes scan `(row, _)` to `end`
+/// within its lexeme (`u64::MAX` where nothing completes it), `None` where no input ends
+/// there alive.
+fn tokens_after_end(
+    automaton: &mut Automaton,
+    completions: &mut Completions,
+    index: &TokenIndex,
+    row: RowId,
+    end: LexId,
+) -> Result<Option<u64>, MatchError> {
+    let after = automaton.after_lexeme_bytes(row, end)?;
+    if after == DEAD {
+        return Ok(None);
+    }
+    let completion = completions.of_state(automaton, index, after)?;
+    Ok(Some(completion.map_or(u64::MAX, |c| c.tokens.len() as u64)))
 }
 
 /// The state after `bytes` from `state` ([`DEAD`] once dead).

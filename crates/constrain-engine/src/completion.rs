@@ -749,15 +749,10 @@ impl Completions {
         let mut terminals = Vec::new();
         for nt in 0..count as u32 {
             for &first in a.parser.productions_of(nt) {
-                let mut pos = first;
-                loop {
-                    match a.parser.sym_at(pos) {
-                        SymAt::End => break,
-                        SymAt::Terminal(t) => terminals.push(t),
-                        SymAt::Nonterminal(_) => {}
-                    }
-                    pos += 1;
-                }
+                terminals.extend(a.parser.production(first).filter_map(|sym| match sym {
+                    SymAt::Terminal(t) => Some(t),
+                    _ => None,
+                }));
             }
         }
         terminals.sort_unstable();

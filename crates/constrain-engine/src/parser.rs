@@ -237,6 +237,13 @@ impl Parser {
         self.rows.len()
     }
 
+    /// The symbols of the production beginning at `first`, up to its end.
+    pub(crate) fn production(&self, first: u32) -> impl Iterator<Item = SymAt> + '_ {
+        (first..)
+            .map(|pos| self.sym_at(pos))
+            .take_while(|&sym| sym != SymAt::End)
+    }
+
     /// What stands at `pos` of the flattened productions.
     pub(crate) fn sym_at(&self, pos: u32) -> SymAt {
         match self.tables.syms[pos as usize] {

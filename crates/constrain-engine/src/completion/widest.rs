@@ -129,19 +129,14 @@ impl Completions {
                 .copied()
                 .collect();
         }
-        let mut parts = Vec::new();
-        for &first in a.parser.productions_of(nt) {
-            let mut pos = first;
-            loop {
-                match a.parser.sym_at(pos) {
-                    SymAt::End => break,
-                    SymAt::Nonterminal(n) => parts.push(n),
-                    SymAt::Terminal(_) => {}
-                }
-                pos += 1;
-            }
-        }
-        parts
+        let parser = &a.parser;
+        let named = |&first: &u32| {
+            parser.production(first).filter_map(|sym| match sym {
+                SymAt::Nonterminal(n) => Some(n),
+                _ => None,
+            })
+        };
+        parser.productions_of(nt).iter().flat_map(named).collect()
     }
 
     /// The widest completion within `nt` from those of the symbols it names as they stand
@@ -177,12 +172,7 @@ impl Completions {
         nt: u32,
         first: u32,
     ) -> Result<u64, MatchError> {
-        let mut syms = Vec::new();
-        let mut pos = first;
-        while let sym @ (SymAt::Terminal(_) | SymAt::Nonterminal(_)) = a.parser.sym_at(pos) {
-            syms.push(sym);
-            pos += 1;
-        }
+        let syms: Vec<SymAt> = a.parser.production(first).collect();
         let mut widest = 0u64;
         let mut after = 0u64;
         for (i, &sym) in syms.iter().enumerate().rev() {
